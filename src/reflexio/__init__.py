@@ -1,0 +1,1 @@
+"""Reflexio: a learning layer for AI agents."""

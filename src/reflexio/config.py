@@ -1,0 +1,164 @@
+"""Settings: the only module that reads the environment.
+
+Everything else receives values from a ``Settings`` (server side) or a ``ClientSettings``
+(SDK side) built once at start-up, so behaviour never depends on when a variable was read.
+Per-organisation behaviour (extractors, windows, thresholds, LLM models) is not here: it lives
+in the org ``Config`` stored with the data (``reflexio.models.org_config``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_ORG_ID",
+    "DEFAULT_PORT",
+    "ClientSettings",
+    "Settings",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8081
+DEFAULT_ORG_ID = "self-host-org"
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    explicit = environ.get("REFLEXIO_HOME")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = environ.get("HOME") or str(Path.home())
+    return Path(home) / ".reflexio"
+
+
+def _int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _float(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How this server process runs.
+
+    Attributes:
+        home: Folder for the embedded defaults (SQLite file, pid and log files).
+        storage_url: ``sqlite:///path``, ``postgresql://...`` or ``memory://``.
+        embedder: Embedder spec (see ``reflexio.embed.open_embedder``).
+        host: Interface the API binds to.
+        port: Port the API binds to.
+        default_org_id: Org that loopback clients act as while no API key exists.
+        max_body_bytes: Largest request body the API reads.
+        workers: In-process job workers started with the API (0 = none).
+        job_poll_seconds: How long an idle worker sleeps between claim attempts.
+        job_lease_seconds: How long a claimed job stays leased without a heartbeat.
+        llm_timeout_seconds: Per-call timeout for LLM requests.
+        log_level: Python logging level name.
+        environ: The mapping the settings were read from, kept for provider keys
+            that LiteLLM reads itself (never logged).
+    """
+
+    home: Path
+    storage_url: str
+    embedder: str = "wordllama"
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    default_org_id: str = DEFAULT_ORG_ID
+    max_body_bytes: int = 10 * 1024 * 1024
+    workers: int = 2
+    job_poll_seconds: float = 0.5
+    job_lease_seconds: float = 60.0
+    llm_timeout_seconds: float = 60.0
+    log_level: str = "INFO"
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read settings from the environment (or a given mapping, for tests and the CLI)."""
+        env = dict(os.environ if environ is None else environ)
+        home = _home(env)
+        default_db = home / "data" / "reflexio.db"
+        return cls(
+            home=home,
+            storage_url=env.get("REFLEXIO_STORAGE_URL") or f"sqlite:///{default_db}",
+            embedder=env.get("REFLEXIO_EMBEDDER") or "wordllama",
+            host=env.get("REFLEXIO_HOST") or DEFAULT_HOST,
+            port=_int(env, "REFLEXIO_PORT", DEFAULT_PORT),
+            default_org_id=env.get("REFLEXIO_DEFAULT_ORG_ID") or DEFAULT_ORG_ID,
+            max_body_bytes=_int(env, "REFLEXIO_MAX_BODY_BYTES", 10 * 1024 * 1024),
+            workers=_int(env, "REFLEXIO_WORKERS", 2),
+            job_poll_seconds=_float(env, "REFLEXIO_JOB_POLL_SECONDS", 0.5),
+            job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
+            llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
+            log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
+            environ=env,
+        )
+
+    def replace(self, **changes: object) -> Settings:
+        """Return a copy with some fields changed (CLI flags override the environment)."""
+        from dataclasses import replace
+
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def run_dir(self) -> Path:
+        """Folder for pid and log files of background services."""
+        return self.home / "run"
+
+    def provider_keys(self) -> dict[str, str]:
+        """LLM provider credentials present in the environment, by variable name."""
+        names = (
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "DEEPSEEK_API_KEY",
+            "AZURE_API_KEY",
+            "MISTRAL_API_KEY",
+            "GROQ_API_KEY",
+        )
+        return {name: self.environ[name] for name in names if self.environ.get(name)}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """Where the SDK and CLI send requests, and with which key."""
+
+    url: str
+    api_key: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientSettings:
+        """Read ``REFLEXIO_URL`` and ``REFLEXIO_API_KEY`` (default: our local server)."""
+        env = os.environ if environ is None else environ
+        url = env.get("REFLEXIO_URL") or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+        return cls(url=url.rstrip("/"), api_key=env.get("REFLEXIO_API_KEY", ""))
+
+
+def bool_env(name: str, default: bool = False) -> bool:
+    """Read one boolean flag from the process environment (used by scripts and benches)."""
+    return _bool(os.environ, name, default)

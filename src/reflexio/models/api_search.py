@@ -1,0 +1,212 @@
+"""Requests and responses of the learning searches: per kind, and unified across kinds.
+
+The unified search response is what an agent reads before answering. Besides Reflexio's
+fields it carries ``score`` on each hit and can render itself as a prompt block within a token
+budget (:meth:`UnifiedSearchViewResponse.to_prompt`), returning the ``retrieved_learnings``
+to publish for exactly the learnings that made it into the prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+from pydantic import BaseModel, Field
+
+from reflexio.models.entities import (
+    AgentPlaybookView,
+    PlaybookStatus,
+    ProfileView,
+    RetrievedLearningKind,
+    SearchMode,
+    Status,
+    UserPlaybookView,
+)
+from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow
+from reflexio.models.prompt import PromptBlock, PromptItem, pack_prompt, rule_line
+
+__all__ = [
+    "ConversationTurn",
+    "RetrievalExperimentAssignment",
+    "SearchAgentPlaybookRequest",
+    "SearchAgentPlaybooksViewResponse",
+    "SearchProfilesViewResponse",
+    "SearchUserPlaybookRequest",
+    "SearchUserPlaybooksViewResponse",
+    "SearchUserProfileRequest",
+    "UnifiedSearchEntityType",
+    "UnifiedSearchRequest",
+    "UnifiedSearchViewResponse",
+]
+
+UnifiedSearchEntityType: TypeAlias = Literal["profiles", "user_playbooks", "agent_playbooks"]
+
+
+class RetrievalExperimentAssignment(BaseModel):
+    """Which arm of an active retrieval experiment the user is in (holdouts get nothing)."""
+
+    experiment_id: str
+    arm: Literal["treatment", "holdout"]
+
+
+class ConversationTurn(BaseModel):
+    """A prior turn given to query rewriting for context."""
+
+    role: NonEmptyStr
+    content: NonEmptyStr
+
+
+class SearchUserProfileRequest(TimeWindow):
+    """Search one user's profiles; ``threshold=None`` means the embedder's default."""
+
+    user_id: NonEmptyStr
+    generated_from_request_id: str | None = None
+    request_id: str | None = None
+    session_id: str | None = None
+    query: str | None = None
+    top_k: int | None = Field(default=10, gt=0)
+    source: SessionOutcomeSource | None = None
+    custom_feature: str | None = None
+    extractor_name: str | None = None  # accepted and ignored, as in Reflexio
+    tags: list[str] | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    enable_reformulation: bool | None = False
+    search_mode: SearchMode = SearchMode.HYBRID
+
+
+class SearchProfilesViewResponse(BaseModel):
+    """Profiles matching a search, best first."""
+
+    success: bool
+    user_profiles: list[ProfileView]
+    msg: str | None = None
+    experiment: RetrievalExperimentAssignment | None = None
+
+
+class SearchUserPlaybookRequest(TimeWindow):
+    """Search user playbooks; ``status_filter=None`` means every non-tombstone status."""
+
+    query: str | None = None
+    user_id: str | None = Field(default=None, max_length=255)
+    agent_version: str | None = None
+    playbook_name: str | None = None
+    source: SessionOutcomeSource | None = None
+    status_filter: list[Status | None] | None = None
+    tags: list[str] | None = None
+    top_k: int | None = Field(default=10, gt=0, le=100)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    enable_reformulation: bool | None = False
+    search_mode: SearchMode = SearchMode.HYBRID
+    request_id: str | None = Field(default=None, max_length=255)
+    session_id: str | None = Field(default=None, max_length=255)
+
+
+class SearchUserPlaybooksViewResponse(BaseModel):
+    """User playbooks matching a search, best first."""
+
+    success: bool
+    user_playbooks: list[UserPlaybookView]
+    msg: str | None = None
+    experiment: RetrievalExperimentAssignment | None = None
+
+
+class SearchAgentPlaybookRequest(TimeWindow):
+    """Search agent playbooks; ``user_id`` only picks the experiment arm, it does not filter.
+
+    ``playbook_status_filter`` takes one review state or a list of them.
+    """
+
+    query: str | None = None
+    user_id: NonEmptyStr | None = None
+    agent_version: str | None = None
+    playbook_name: str | None = None
+    source: SessionOutcomeSource | None = None
+    status_filter: list[Status | None] | None = None
+    playbook_status_filter: PlaybookStatus | list[PlaybookStatus] | None = None
+    tags: list[str] | None = None
+    top_k: int | None = Field(default=10, gt=0)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    enable_reformulation: bool | None = False
+    search_mode: SearchMode = SearchMode.HYBRID
+    request_id: str | None = None
+    session_id: str | None = None
+
+
+class SearchAgentPlaybooksViewResponse(BaseModel):
+    """Agent playbooks matching a search, best first."""
+
+    success: bool
+    agent_playbooks: list[AgentPlaybookView]
+    msg: str | None = None
+    experiment: RetrievalExperimentAssignment | None = None
+
+
+class UnifiedSearchRequest(BaseModel):
+    """One search over profiles, user playbooks and agent playbooks.
+
+    ``top_k`` applies per kind. ``agent_playbook_status_filter=None`` means approved and
+    pending (rejected rules are hidden). ``session_id`` also turns on session dedup: what
+    was already served in the session is skipped and the next best fills in.
+    """
+
+    query: NonEmptyStr
+    top_k: int | None = Field(default=5, gt=0, le=100)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    agent_version: str | None = None
+    playbook_name: str | None = None
+    user_id: str | None = Field(default=None, max_length=255)
+    source: SessionOutcomeSource | None = None
+    tags: list[str] | None = None
+    entity_types: list[UnifiedSearchEntityType] | None = None
+    agent_playbook_status_filter: list[PlaybookStatus] | None = None
+    conversation_history: list[ConversationTurn] | None = None
+    enable_reformulation: bool | None = False
+    enable_agent_answer: bool | None = False
+    search_mode: SearchMode = SearchMode.HYBRID
+    request_id: str | None = Field(default=None, max_length=255)
+    session_id: str | None = Field(default=None, max_length=255)
+    interaction_id: int | None = Field(default=None, gt=0)
+
+
+class UnifiedSearchViewResponse(BaseModel):
+    """What a unified search found, per kind and best first.
+
+    ``degraded`` is always present: ``True`` means an arm did not answer (for example
+    embeddings failed and the search fell back to full text, named in
+    ``search_mode_effective``), so an empty list is not proof that nothing matches.
+    """
+
+    success: bool
+    profiles: list[ProfileView] = Field(default_factory=list)
+    agent_playbooks: list[AgentPlaybookView] = Field(default_factory=list)
+    user_playbooks: list[UserPlaybookView] = Field(default_factory=list)
+    reformulated_query: str | None = None
+    msg: str | None = None
+    agent_trace: str | None = None
+    rehydrated_text: str | None = None
+    experiment: RetrievalExperimentAssignment | None = None
+    degraded: bool = False
+    search_mode_effective: str | None = None
+
+    def to_prompt(self, max_tokens: int | None = None) -> PromptBlock:
+        """Render the best learnings that fit in ``max_tokens``, with their attribution.
+
+        Playbooks become ``When <trigger>: <content>`` rules, profiles become facts. The
+        returned ``retrieved_learnings`` are exactly the learnings in ``text``; publish them
+        with the agent's answer so evaluation judges what was actually injected.
+        """
+        return pack_prompt(self._prompt_items(), max_tokens)
+
+    def _prompt_items(self) -> list[PromptItem]:
+        rules: list[tuple[RetrievedLearningKind, str, AgentPlaybookView | UserPlaybookView]] = [
+            *(("agent_playbook", str(rule.agent_playbook_id), rule) for rule in self.agent_playbooks),
+            *(("user_playbook", str(rule.user_playbook_id), rule) for rule in self.user_playbooks),
+        ]
+        items = [
+            PromptItem(kind, learning_id, rule_line(rule.trigger, rule.content), rule.score)
+            for kind, learning_id, rule in rules
+        ]
+        items.extend(
+            PromptItem("profile", fact.profile_id, " ".join(fact.content.split()), fact.score)
+            for fact in self.profiles
+        )
+        return items

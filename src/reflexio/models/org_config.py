@@ -1,0 +1,655 @@
+"""The per-organisation ``Config``: what to learn, how often, with which models and storage.
+
+Field names and defaults are Reflexio 0.2.32's, so ``get_config``/``set_config`` round-trip
+with the published client. Older stored shapes (0.2.13 extractor lists, ``batch_size`` and
+``batch_interval``, renamed prompt fields) are upgraded on the way in. API writes reject
+unknown keys at every level; :meth:`Config.from_stored` is the lenient loader for documents
+written by other versions. Reads go out through :meth:`Config.masked`, and writes come back
+through :meth:`Config.merge_update`, which restores the secrets a round trip carried masked.
+
+Our additions are marked as such: ``session_idle_seconds`` and ``search_threshold``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Final, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from reflexio.models.entities import StorageConfigTest
+from reflexio.models.fields import NonEmptyStr, SafeHttpUrl, SanitizedNonEmptyStr
+from reflexio.models.secrets import mask_secrets, restore_masked_secrets
+
+__all__ = [
+    "DEFAULT_STRIDE_SIZE",
+    "DEFAULT_WINDOW_SIZE",
+    "APIKeyConfig",
+    "AgentSuccessConfig",
+    "AzureOpenAIConfig",
+    "Config",
+    "CustomEndpointConfig",
+    "DashScopeConfig",
+    "DeduplicationConfig",
+    "ExpiryReclamationConfig",
+    "ExtractionPreset",
+    "GovernanceRetentionConfig",
+    "LLMConfig",
+    "LineageGCConfig",
+    "OpenAIConfig",
+    "PendingToolCallConfig",
+    "PendingToolCallToolOverrideConfig",
+    "PlaybookAggregatorConfig",
+    "PlaybookOptimizerConfig",
+    "ProfileExtractorConfig",
+    "ProviderKeyConfig",
+    "RetrievalExperimentConfig",
+    "RetrievalExperimentRecord",
+    "RetrievalFloorConfig",
+    "StorageConfig",
+    "StorageConfigManagedSupabase",
+    "StorageConfigPostgres",
+    "StorageConfigSQLite",
+    "StorageConfigSupabase",
+    "ToolUseConfig",
+    "UserPlaybookExtractorConfig",
+]
+
+DEFAULT_WINDOW_SIZE: Final = 10
+DEFAULT_STRIDE_SIZE: Final = 8
+
+
+class _Strict(BaseModel):
+    """Config parts reject unknown keys, so a typo in a nested setting is an error, not a no-op."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _renamed(data: Any, renames: Mapping[str, str], retired: frozenset[str] = frozenset()) -> Any:
+    """Copy ``data`` with old key names moved to new ones (the new name wins) and retired keys
+    removed."""
+    if not isinstance(data, dict):
+        return data
+    moved = {key: value for key, value in data.items() if key not in retired}
+    for old, new in renames.items():
+        if old in moved:
+            value = moved.pop(old)
+            moved.setdefault(new, value)
+    return moved
+
+
+# ---------------------------------------------------------------------------------------------
+# Storage
+# ---------------------------------------------------------------------------------------------
+
+
+class _StorageConfig(_Strict):
+    # The union below is untagged: ``extra="forbid"`` on every member is what stops a broken
+    # Supabase or Postgres config from quietly validating as SQLite.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
+class StorageConfigSQLite(_StorageConfig):
+    """A local SQLite file; ``db_path=None`` means the server's default location."""
+
+    storage_type: Literal["sqlite"] = Field(default="sqlite", alias="type", exclude=True)
+    db_path: str | None = None
+
+
+class StorageConfigSupabase(_StorageConfig):
+    """A Supabase project (accepted for compatibility; served by enterprise plug-ins)."""
+
+    storage_type: Literal["supabase"] = Field(default="supabase", alias="type", exclude=True)
+    url: NonEmptyStr
+    key: NonEmptyStr
+    db_url: NonEmptyStr
+    schema_name: str | None = Field(default=None, alias="schema")
+    read_url: NonEmptyStr | None = None
+    read_key: NonEmptyStr | None = None
+
+
+class StorageConfigPostgres(_StorageConfig):
+    """A PostgreSQL database, optionally with a read replica."""
+
+    storage_type: Literal["postgres"] = Field(default="postgres", alias="type")
+    db_url: NonEmptyStr
+    schema_name: str | None = Field(default=None, alias="schema")
+    pool_size: int = Field(default=10, ge=1)
+    pool_acquire_timeout: float = Field(default=30.0, gt=0)
+    read_db_url: NonEmptyStr | None = None
+    read_pool_size: int | None = Field(default=None, ge=1)
+    read_pool_acquire_timeout: float | None = Field(default=None, gt=0)
+
+
+class StorageConfigManagedSupabase(_StorageConfig):
+    """Redacted stand-in for storage a hosting platform manages."""
+
+    managed_by: Literal["platform"]
+    schema_present: bool = True
+
+
+StorageConfig = (
+    StorageConfigSQLite | StorageConfigSupabase | StorageConfigPostgres | StorageConfigManagedSupabase | None
+)
+_STORAGE_CONFIG: Final[TypeAdapter[StorageConfig]] = TypeAdapter(StorageConfig)
+
+# ---------------------------------------------------------------------------------------------
+# LLM providers and models
+# ---------------------------------------------------------------------------------------------
+
+
+class ProviderKeyConfig(_Strict):
+    """A provider reached with an API key alone (Anthropic, Gemini, OpenRouter, ...)."""
+
+    api_key: NonEmptyStr
+
+
+class DashScopeConfig(ProviderKeyConfig):
+    """Alibaba DashScope: a key plus an optional regional endpoint."""
+
+    api_base: str | None = None
+
+
+class AzureOpenAIConfig(_Strict):
+    """An Azure OpenAI deployment."""
+
+    api_key: NonEmptyStr
+    endpoint: SafeHttpUrl
+    api_version: str = "2024-02-15-preview"
+    deployment_name: str | None = None
+
+
+class OpenAIConfig(_Strict):
+    """OpenAI directly or through Azure; at least one of the two must be given."""
+
+    api_key: str | None = None
+    azure_config: AzureOpenAIConfig | None = None
+
+    @model_validator(mode="after")
+    def _needs_some_credential(self) -> Self:
+        if self.api_key is not None and not self.api_key.strip():
+            self.api_key = None
+        if not self.api_key and not self.azure_config:
+            raise ValueError("At least one of 'api_key' or 'azure_config' must be provided")
+        return self
+
+
+class CustomEndpointConfig(_Strict):
+    """An OpenAI-compatible server; when set it serves completions (not embeddings)."""
+
+    model: NonEmptyStr
+    api_key: NonEmptyStr
+    api_base: SafeHttpUrl
+
+
+class APIKeyConfig(_Strict):
+    """Credentials per LLM provider; secrets here are masked on every read."""
+
+    custom_endpoint: CustomEndpointConfig | None = None
+    openai: OpenAIConfig | None = None
+    anthropic: ProviderKeyConfig | None = None
+    openrouter: ProviderKeyConfig | None = None
+    gemini: ProviderKeyConfig | None = None
+    minimax: ProviderKeyConfig | None = None
+    deepseek: ProviderKeyConfig | None = None
+    dashscope: DashScopeConfig | None = None
+    zai: ProviderKeyConfig | None = None
+    moonshot: ProviderKeyConfig | None = None
+    xai: ProviderKeyConfig | None = None
+
+
+class LLMConfig(_Strict):
+    """Model name per role; ``None`` means the server's default for that role."""
+
+    should_run_model_name: str | None = None  # the cheap "is there anything to learn?" gate
+    generation_model_name: str | None = None  # extraction, aggregation and evaluation
+    embedding_model_name: str | None = None
+    pre_retrieval_model_name: str | None = None  # query rewriting
+    generation_timeout_seconds: int | None = Field(default=None, gt=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Extractors and evaluation
+# ---------------------------------------------------------------------------------------------
+
+_OVERRIDE_RENAMES: Final = {
+    "batch_size_override": "window_size_override",
+    "batch_interval_override": "stride_size_override",
+    "extraction_window_size_override": "window_size_override",
+    "extraction_window_stride_override": "stride_size_override",
+}
+# Removed in 0.2.32; older configs and clients still send it.
+_RETIRED_EXTRACTOR_KEYS: Final = frozenset({"metadata_definition_prompt"})
+
+DEFAULT_PROFILE_PROMPT: Final = (
+    "Extract key information about the user and their working environment: name, role, "
+    "preferences, and stable facts the agent needs to know to serve the user correctly — "
+    "including data/schema details (table names, column types, units, join paths), metric "
+    "definitions the user enforces, and tool quirks or workarounds the user relies on. Do NOT "
+    "extract behavioral rules for the agent (those belong in the playbook extractor)."
+)
+DEFAULT_PLAYBOOK_PROMPT: Final = (
+    "Extract playbook rules about agent performance, including areas where the agent was "
+    "helpful, areas for improvement, and any issues encountered during the interaction."
+)
+DEFAULT_SUCCESS_PROMPT: Final = (
+    "Evaluate whether the AI agent successfully handled the user's session.\n\n"
+    "Mark the session successful when, by the end of the conversation, the agent:\n"
+    "1. Identified and addressed the user's main goal or question.\n"
+    "2. Provided a correct, useful, and actionable response or completed the requested "
+    "action.\n"
+    "Mark the session unsuccessful when the agent failed to understand the request,\n"
+    "gave incorrect or unhelpful guidance, did not complete an available action,\n"
+    "ignored important constraints, or left the user unsatisfied."
+)
+
+
+class ToolUseConfig(_Strict):
+    """A tool the agent can call, described for extraction and evaluation prompts."""
+
+    tool_name: NonEmptyStr
+    tool_description: NonEmptyStr
+
+
+class ProfileExtractorConfig(_Strict):
+    """What counts as a profile fact, and when to extract (one extractor per org)."""
+
+    extractor_name: NonEmptyStr | None = None  # accepted and ignored
+    extraction_definition_prompt: SanitizedNonEmptyStr
+    context_prompt: str | None = None
+    tagging_definition_prompt: str | None = None
+    should_extract_profile_prompt_override: str | None = None
+    request_sources_enabled: list[str] | None = None  # None = every source
+    manual_trigger: bool = False  # only extract when asked to
+    window_size_override: int | None = Field(default=None, gt=0)
+    stride_size_override: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_legacy_names(cls, data: Any) -> Any:
+        renames = {"profile_content_definition_prompt": "extraction_definition_prompt"}
+        return _renamed(_renamed(data, renames, _RETIRED_EXTRACTOR_KEYS), _OVERRIDE_RENAMES)
+
+
+class PlaybookAggregatorConfig(_Strict):
+    """How user playbooks are clustered into agent playbooks."""
+
+    min_cluster_size: int = Field(default=2, ge=1)
+    reaggregation_trigger_count: int = Field(default=2, ge=1)
+    clustering_similarity: float | None = Field(default=None, ge=0.0, le=1.0)  # None = model's
+    direction_overlap_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_legacy_names(cls, data: Any) -> Any:
+        return _renamed(
+            data,
+            {
+                "min_feedback_threshold": "min_cluster_size",
+                "refresh_count": "reaggregation_trigger_count",
+                "similarity_threshold": "clustering_similarity",
+            },
+        )
+
+
+class DeduplicationConfig(_Strict):
+    """How candidates for merging a new playbook into an existing one are found."""
+
+    search_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
+    search_top_k: int = Field(default=5, ge=1)
+    max_unified_content_chars: int = Field(default=1200, gt=0)
+    strategy: Literal["legacy", "audited"] = "legacy"
+
+
+class UserPlaybookExtractorConfig(_Strict):
+    """What counts as a behaviour rule, and how rules are aggregated (one per org)."""
+
+    extractor_name: NonEmptyStr | None = None  # accepted and ignored
+    extraction_definition_prompt: SanitizedNonEmptyStr
+    context_prompt: str | None = None
+    tagging_definition_prompt: str | None = None
+    aggregation_config: PlaybookAggregatorConfig = Field(default_factory=PlaybookAggregatorConfig)
+    deduplication_config: DeduplicationConfig | None = None
+    request_sources_enabled: list[str] | None = None
+    window_size_override: int | None = Field(default=None, gt=0)
+    stride_size_override: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_legacy_names(cls, data: Any) -> Any:
+        renames = {
+            "feedback_definition_prompt": "extraction_definition_prompt",
+            "playbook_definition_prompt": "extraction_definition_prompt",
+            "feedback_aggregator_config": "aggregation_config",
+            "playbook_aggregator_config": "aggregation_config",
+            "playbook_name": "extractor_name",
+            "feedback_name": "extractor_name",
+        }
+        data = _renamed(_renamed(data, renames, _RETIRED_EXTRACTOR_KEYS), _OVERRIDE_RENAMES)
+        if isinstance(data, dict) and data.get("aggregation_config", ...) is None:
+            del data["aggregation_config"]  # stored null meant "defaults"
+        return data
+
+
+class AgentSuccessConfig(_Strict):
+    """What success means for the agent, and how many sessions get judged."""
+
+    evaluation_name: NonEmptyStr | None = None  # accepted and ignored
+    success_definition_prompt: SanitizedNonEmptyStr
+    tagging_definition_prompt: str | None = None
+    request_sources_enabled: list[str] | None = None
+    sampling_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    evaluation_only_sampling_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    retrieved_learning_sampling_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    window_size_override: int | None = Field(default=None, gt=0)
+    stride_size_override: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_legacy_names(cls, data: Any) -> Any:
+        return _renamed(_renamed(data, {}, _RETIRED_EXTRACTOR_KEYS), _OVERRIDE_RENAMES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Retrieval, maintenance and optional features
+# ---------------------------------------------------------------------------------------------
+
+
+class RetrievalFloorConfig(_Strict):
+    """Drop search hits below a per-kind cross-encoder score (raw logits; None = default)."""
+
+    enabled: bool = False
+    pool_size: int = Field(default=30, gt=0)
+    profile_floor: float | None = None
+    user_playbook_floor: float | None = None
+    agent_playbook_floor: float | None = None
+
+
+class RetrievalExperimentConfig(_Strict):
+    """The one active retrieval holdout experiment."""
+
+    experiment_id: NonEmptyStr = Field(max_length=128)
+    holdout_percentage: float = Field(gt=0, lt=100)
+
+
+class RetrievalExperimentRecord(RetrievalExperimentConfig):
+    """A past or present experiment with its lifetime."""
+
+    started_at: int = Field(ge=0)
+    ended_at: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> Self:
+        if self.ended_at is not None and self.ended_at < self.started_at:
+            raise ValueError("ended_at must be greater than or equal to started_at")
+        return self
+
+
+class PlaybookOptimizerConfig(_Strict):
+    """Optional prompt optimisation of playbooks against a real assistant (off by default)."""
+
+    enabled: bool = False
+    optimize_agent_playbooks: bool = False
+    optimize_user_playbooks: bool = False
+    auto_update_pending_agent_playbooks: bool = True
+    auto_update_user_playbooks: bool = False
+    max_metric_calls: int = Field(default=20, gt=0)
+    max_turns: int = Field(default=4, gt=0)
+    early_stop_score: float = Field(default=0.9, ge=0.0, le=1.0)
+    reflection_minibatch_size: int = Field(default=2, gt=0)
+    max_validation_windows: int = Field(default=2, gt=0)
+    min_commit_windows: int = Field(default=2, gt=0)
+    min_commit_score: float = Field(default=0.75, ge=0.0, le=1.0)
+    min_commit_likert: int = Field(default=4, ge=1, le=5)
+    use_merge: bool = True
+    max_merge_invocations: int = Field(default=5, ge=0)
+    reflection_model: str | None = None
+    webhook_url: str | None = None
+    webhook_auth_header: str | None = None  # a secret: masked on read
+    webhook_timeout_seconds: int = Field(default=60, gt=0)
+    webhook_max_retries: int = Field(default=3, ge=0)
+    webhook_backoff_base_seconds: float = Field(default=1.0, ge=0.0)
+    assistant_script_path: str | None = None
+    assistant_script_args: list[str] = Field(default_factory=list)
+    scheduler_jitter_seconds: float = Field(default=1.0, ge=0.0)
+    cooldown_after_aborts_seconds: int = Field(default=3600, ge=0)
+    abort_cooldown_threshold: int = Field(default=2, ge=1)
+
+    @model_validator(mode="after")
+    def _one_assistant_backend(self) -> Self:
+        if self.webhook_url and self.assistant_script_path:
+            raise ValueError(
+                "Configure only one playbook optimizer assistant backend: "
+                "webhook_url or assistant_script_path"
+            )
+        return self
+
+
+class LineageGCConfig(_Strict):
+    """Hard-delete tombstoned learnings once they are older than the grace window."""
+
+    enabled: bool = True
+    tombstone_grace_window_days: int = Field(default=90, gt=0)
+    poll_interval_seconds: int = Field(default=86400, gt=0)
+
+
+class ExpiryReclamationConfig(_Strict):
+    """Delete expired, non-audited rows directly (opt-in)."""
+
+    enabled: bool = False
+
+
+class GovernanceRetentionConfig(_Strict):
+    """How long audit events are kept (accepted; only enforced by enterprise sweeps)."""
+
+    audit_events_retention_enabled: bool = False
+    audit_events_retention_days: int = Field(default=365, gt=0)
+    audit_events_delete_batch_limit: int = Field(default=500, gt=0)
+
+
+class PendingToolCallToolOverrideConfig(_Strict):
+    """Per-tool overrides of the pending tool call limits."""
+
+    max_pending_followups_per_scope: int | None = Field(default=None, gt=0)
+    pending_ttl_seconds: int | None = Field(default=None, gt=0)
+    dedup_cache_seconds: int | None = Field(default=None, gt=0)
+    prior_answer_valid_seconds: int | None = Field(default=None, gt=0)
+    similarity_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class PendingToolCallConfig(_Strict):
+    """Questions extraction may ask a human without blocking (off by default)."""
+
+    enabled: bool = False
+    max_pending_followups_per_scope: int = Field(default=10, gt=0)
+    pending_ttl_seconds: int = Field(default=86_400, gt=0)
+    dedup_cache_seconds: int = Field(default=300, gt=0)
+    prior_answer_valid_seconds: int = Field(default=2_592_000, gt=0)
+    similarity_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
+    resume_poll_interval_seconds: float = Field(default=5.0, gt=0)
+    resume_claim_ttl_seconds: int = Field(default=600, gt=0)
+    max_resume_attempts: int = Field(default=3, ge=0)
+    max_finalization_attempts: int = Field(default=3, ge=0)
+    hmac_secrets: list[str] = Field(default_factory=list)  # secrets: masked on read
+    tool_overrides: dict[str, PendingToolCallToolOverrideConfig] = Field(default_factory=dict)
+
+
+class ExtractionPreset(StrEnum):
+    """Named window/stride pairs for common conversation shapes."""
+
+    QUICK_CHAT = "quick_chat"
+    STANDARD = "standard"
+    LONG_FORM = "long_form"
+    HIGH_VOLUME = "high_volume"
+
+
+_PRESETS: Final[dict[ExtractionPreset, tuple[int, int]]] = {
+    ExtractionPreset.QUICK_CHAT: (5, 3),
+    ExtractionPreset.STANDARD: (DEFAULT_WINDOW_SIZE, DEFAULT_STRIDE_SIZE),
+    ExtractionPreset.LONG_FORM: (25, 10),
+    ExtractionPreset.HIGH_VOLUME: (15, 8),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The org config
+# ---------------------------------------------------------------------------------------------
+
+# Retired list-valued fields and the singular field that replaced each; the first entry wins.
+_LEGACY_LISTS: Final = (
+    ("profile_extractor_configs", "profile_extractor_config"),
+    ("user_playbook_extractor_configs", "user_playbook_extractor_config"),
+    ("playbook_configs", "user_playbook_extractor_config"),
+    ("agent_feedback_configs", "user_playbook_extractor_config"),
+    ("agent_success_configs", "agent_success_config"),
+)
+_CONFIG_RENAMES: Final = {
+    "batch_size": "window_size",
+    "batch_interval": "stride_size",
+    "extraction_window_size": "window_size",
+    "extraction_window_stride": "stride_size",
+}
+# Fields whose stored ``null`` means "use the default" rather than "off".
+_NULL_MEANS_DEFAULT: Final = (
+    "window_size",
+    "stride_size",
+    "playbook_optimizer_config",
+    "lineage_gc",
+    "expiry_reclamation",
+    "governance_retention",
+    "pending_tool_call_config",
+    "retrieval_floor",
+)
+
+# Changed only through their own lifecycle routes, so a full write that omits them keeps them.
+_OWN_LIFECYCLE_FIELDS: Final = ("retrieval_experiment_config", "retrieval_experiment_history")
+
+
+def _upgrade_config_shape(data: dict[str, Any]) -> dict[str, Any]:
+    """Map 0.2.13-era shapes onto the current one, returning a new dict."""
+    upgraded = dict(data)
+    for legacy, current in _LEGACY_LISTS:
+        if legacy in upgraded:
+            value = upgraded.pop(legacy)
+            first = (value[0] if value else None) if isinstance(value, list) else value
+            upgraded.setdefault(current, first)
+    upgraded = dict(_renamed(upgraded, _CONFIG_RENAMES))
+    for key in _NULL_MEANS_DEFAULT:
+        if key in upgraded and upgraded[key] is None:
+            del upgraded[key]
+    return upgraded
+
+
+class Config(_Strict):
+    """Everything one organisation configures: extraction, evaluation, models, storage.
+
+    ``storage_config`` defaults to ``None`` (the server's default store); Reflexio requires
+    the key but accepts ``null``, so this only relaxes what callers must send.
+    """
+
+    storage_config: StorageConfig = None
+    storage_config_test: StorageConfigTest | None = StorageConfigTest.UNKNOWN
+    agent_context_prompt: str | None = None
+    tool_can_use: list[ToolUseConfig] | None = None
+    profile_extractor_config: ProfileExtractorConfig | None = Field(
+        default_factory=lambda: ProfileExtractorConfig(extraction_definition_prompt=DEFAULT_PROFILE_PROMPT)
+    )
+    user_playbook_extractor_config: UserPlaybookExtractorConfig | None = Field(
+        default_factory=lambda: UserPlaybookExtractorConfig(
+            extraction_definition_prompt=DEFAULT_PLAYBOOK_PROMPT
+        )
+    )
+    agent_success_config: AgentSuccessConfig | None = Field(
+        default_factory=lambda: AgentSuccessConfig(
+            evaluation_name="agent_success", success_definition_prompt=DEFAULT_SUCCESS_PROMPT
+        )
+    )
+    extraction_preset: ExtractionPreset | None = None
+    window_size: int = Field(default=DEFAULT_WINDOW_SIZE, gt=0)  # interactions per window
+    stride_size: int = Field(default=DEFAULT_STRIDE_SIZE, gt=0)  # new ones before the next
+    extraction_idle_timeout_seconds: int = Field(default=21_600, ge=0)
+    api_key_config: APIKeyConfig | None = None
+    llm_config: LLMConfig | None = None
+    retrieval_experiment_config: RetrievalExperimentConfig | None = None
+    retrieval_experiment_history: list[RetrievalExperimentRecord] = Field(default_factory=list)
+    retrieval_floor: RetrievalFloorConfig = Field(default_factory=RetrievalFloorConfig)
+    playbook_optimizer_config: PlaybookOptimizerConfig = Field(default_factory=PlaybookOptimizerConfig)
+    lineage_gc: LineageGCConfig = Field(default_factory=LineageGCConfig)
+    expiry_reclamation: ExpiryReclamationConfig = Field(default_factory=ExpiryReclamationConfig)
+    governance_retention: GovernanceRetentionConfig = Field(default_factory=GovernanceRetentionConfig)
+    pending_tool_call_config: PendingToolCallConfig = Field(default_factory=PendingToolCallConfig)
+    skip_should_run_check: bool = False
+    enable_document_expansion: bool = False
+    shadow_mode_enabled: bool = False
+    eval_sample_n_per_stratum: int = Field(default=200, gt=0)
+    eval_concurrency_limit: int = Field(default=10, gt=0)
+    shadow_comparison_judge_prompt_version: NonEmptyStr = "v1.1.0"
+    # --- Our additions (not in Reflexio; older clients ignore them on read) ---
+    # How long a session must be idle before it is judged and its learnings reflected on.
+    session_idle_seconds: int = Field(default=600, gt=0)
+    # Minimum relevance for a search hit; None = the embedder's calibrated default.
+    search_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_legacy_shape(cls, data: Any) -> Any:
+        return _upgrade_config_shape(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _apply_preset(self) -> Self:
+        """A preset sets window and stride unless the caller set them explicitly."""
+        if self.extraction_preset is not None:
+            window, stride = _PRESETS[self.extraction_preset]
+            if "window_size" not in self.model_fields_set:
+                self.window_size = window
+            if "stride_size" not in self.model_fields_set:
+                self.stride_size = stride
+        return self
+
+    @model_validator(mode="after")
+    def _stride_fits_window(self) -> Self:
+        if self.stride_size > self.window_size:
+            raise ValueError("stride_size must be <= window_size")
+        return self
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any]) -> Config:
+        """Load a config written by any version, ignoring keys this version no longer knows.
+
+        ``storage_config`` is still checked strictly first: leniency there could turn a
+        damaged Postgres config into "SQLite" and quietly move an org to a local file.
+        """
+        upgraded = _upgrade_config_shape(dict(data))
+        _STORAGE_CONFIG.validate_python(upgraded.get("storage_config"))
+        return cls.model_validate(upgraded, extra="ignore")
+
+    def masked(self) -> dict[str, Any]:
+        """This config as JSON-ready data with every secret masked: what reads return."""
+        masked: dict[str, Any] = mask_secrets(self.model_dump(mode="json"))
+        return masked
+
+    def merge_update(self, update: Mapping[str, Any], *, partial: bool = False) -> Config:
+        """The config an API write produces when this one is stored.
+
+        ``partial=False`` (``set_config``) replaces the whole config, except that the
+        retrieval experiment fields, which have their own routes, are kept when omitted;
+        ``partial=True`` (``update_config``) replaces only the top-level keys sent. Either
+        way masked secrets in ``update`` are swapped back for the stored ones, and the result
+        is validated strictly.
+
+        Raises:
+            pydantic.ValidationError: For an invalid result or an unknown key.
+            ValueError: For a masked secret that matches nothing stored.
+        """
+        stored = self.model_dump(mode="json")
+        changes = _upgrade_config_shape(dict(update))
+        merged = {**stored, **changes} if partial else changes
+        for key in _OWN_LIFECYCLE_FIELDS:
+            merged.setdefault(key, stored[key])
+        if partial and "extraction_preset" in changes:
+            # A newly chosen preset must win over the stored window and stride.
+            for key in ("window_size", "stride_size"):
+                if key not in changes:
+                    merged.pop(key, None)
+        return Config.model_validate(restore_masked_secrets(merged, stored))

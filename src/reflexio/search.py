@@ -1,0 +1,383 @@
+"""Ranking math for retrieval: tokens, fusion, thresholds, near-duplicates, token budgets.
+
+Pure functions with no I/O, shared by every storage backend and by the service, so ranking
+behaves the same whichever backend produced the candidates and is tested once.
+
+Scores. Every candidate carries both arms' raw scores (backends compute the cosine of every
+full-text hit and the BM25 of every vector hit), so fusion never guesses a missing rank:
+
+* ``fused_score`` (the default, "calibrated" fusion) mixes the cosine similarity with the BM25
+  score divided by the best BM25 the query could reach, giving a relevance in [0, 1] that a
+  threshold can be applied to;
+* ``rrf_scores`` is reciprocal-rank fusion (k=60), kept for comparison in the benchmarks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TypeVar
+
+import numpy as np
+import Stemmer
+
+from reflexio.models.prompt import estimate_tokens
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "DEFAULT_VECTOR_WEIGHT",
+    "FusionWeights",
+    "bm25_idf",
+    "collapse_near_duplicates",
+    "estimate_tokens",
+    "fused_score",
+    "pack_to_budget",
+    "query_terms",
+    "rrf_scores",
+    "tokenize",
+]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+RRF_K = 60
+DEFAULT_VECTOR_WEIGHT = 0.5
+
+T = TypeVar("T")
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words carry no topic; dropping them keeps BM25 from matching every row on "the".
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "o",
+        "re",
+        "ve",
+        "y",
+        "let",
+        "lets",
+        "us",
+        "also",
+        "get",
+        "got",
+        "ok",
+        "okay",
+        "hey",
+        "hi",
+        "hello",
+        "please",
+        "thanks",
+        "thank",
+        "yes",
+        "yeah",
+    ]
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into stemmed, lower-cased content words (stop words removed).
+
+    Unicode-aware, so non-ASCII queries are searchable; every backend that indexes text in
+    Python uses exactly this function for documents and queries alike.
+    """
+    words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and not w.isdigit()]
+    return list(_stemmer().stemWords(words)) if words else []
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct search terms of a query, in first-seen order."""
+    return list(dict.fromkeys(tokenize(text)))
+
+
+def raw_words(text: str) -> list[str]:
+    """Distinct lower-cased content words, unstemmed (for backends that stem themselves)."""
+    words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and not w.isdigit()]
+    return list(dict.fromkeys(words))
+
+
+def bm25_idf(doc_freq: int | np.ndarray, n_docs: int) -> np.ndarray:
+    """Okapi BM25 inverse document frequency (the "+1" variant, never negative)."""
+    df = np.asarray(doc_freq, dtype=np.float64)
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_ceiling(idfs: Iterable[float]) -> float:
+    """The BM25 a document would reach matching every query term at saturation."""
+    return float(sum(idfs)) * (BM25_K1 + 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """How much each arm counts in the fused score (normalised to sum to one)."""
+
+    vector: float = DEFAULT_VECTOR_WEIGHT
+    fts: float = 1.0 - DEFAULT_VECTOR_WEIGHT
+
+    def normalised(self) -> tuple[float, float]:
+        """(vector, fts) weights summing to one."""
+        total = self.vector + self.fts
+        if total <= 0:
+            return 0.5, 0.5
+        return self.vector / total, self.fts / total
+
+
+def fused_score(
+    vector_score: float | None, fts_norm: float | None, weights: FusionWeights = FusionWeights()
+) -> float:
+    """Calibrated fusion of a cosine similarity and a normalised BM25, in [0, 1].
+
+    Args:
+        vector_score: Cosine similarity of query and document (None when the arm is off).
+        fts_norm: BM25 divided by the query's BM25 ceiling, in [0, 1] (None when off).
+        weights: Relative weight of the two arms.
+
+    Returns:
+        The weighted mean of the arms that ran; a missing arm does not dilute the other.
+    """
+    wv, wf = weights.normalised()
+    parts: list[tuple[float, float]] = []
+    if vector_score is not None:
+        parts.append((wv, min(1.0, max(0.0, vector_score))))
+    if fts_norm is not None:
+        parts.append((wf, min(1.0, max(0.0, fts_norm))))
+    if not parts:
+        return 0.0
+    total_weight = sum(w for w, _ in parts)
+    return sum(w * s for w, s in parts) / total_weight
+
+
+def rrf_scores(
+    ranks: Sequence[tuple[int | None, int | None]],
+    k: int = RRF_K,
+    weights: FusionWeights = FusionWeights(),
+) -> list[float]:
+    """Reciprocal-rank fusion of (vector rank, fts rank) pairs, scaled to [0, 1].
+
+    A missing rank contributes nothing. The best possible score (rank 1 in both arms) maps
+    to 1.0 so the numbers read like the calibrated scores.
+    """
+    wv, wf = weights.normalised()
+    best = (wv + wf) / (k + 1)
+    out = []
+    for vector_rank, fts_rank in ranks:
+        s = 0.0
+        if vector_rank is not None:
+            s += wv / (k + vector_rank)
+        if fts_rank is not None:
+            s += wf / (k + fts_rank)
+        out.append(s / best)
+    return out
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Stemmed content words of a text, for cheap overlap tests."""
+    return frozenset(tokenize(text))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard overlap of two word sets (1.0 for two empty sets)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def collapse_near_duplicates(
+    items: Sequence[T],
+    texts: Sequence[str],
+    vectors: Sequence[np.ndarray | None],
+    *,
+    cosine_limit: float = 0.95,
+    overlap_limit: float = 0.85,
+) -> list[T]:
+    """Keep the first of each group of near-identical items (items come best first).
+
+    Two items are duplicates when their vectors' cosine exceeds ``cosine_limit`` or their
+    word sets overlap beyond ``overlap_limit``; either catches restatements of one fact.
+    """
+    kept: list[int] = []
+    words = [word_set(t) for t in texts]
+    for i in range(len(items)):
+        if not any(_near(i, j, words, vectors, cosine_limit, overlap_limit) for j in kept):
+            kept.append(i)
+    return [items[i] for i in kept]
+
+
+def _near(
+    i: int,
+    j: int,
+    words: Sequence[frozenset[str]],
+    vectors: Sequence[np.ndarray | None],
+    cosine_limit: float,
+    overlap_limit: float,
+) -> bool:
+    vi, vj = vectors[i], vectors[j]
+    if vi is not None and vj is not None and vi.shape == vj.shape and float(np.dot(vi, vj)) > cosine_limit:
+        return True
+    return jaccard(words[i], words[j]) > overlap_limit
+
+
+def pack_to_budget(items: Sequence[T], sizes: Sequence[int], max_tokens: int | None) -> list[T]:
+    """Take items in order while they fit in ``max_tokens`` (skipping ones that don't).
+
+    A budget of None keeps everything; an item larger than the whole budget is skipped
+    rather than truncated, because half a rule can mislead an agent.
+    """
+    if max_tokens is None:
+        return list(items)
+    out: list[T] = []
+    used = 0
+    for item, size in zip(items, sizes, strict=True):
+        if used + size <= max_tokens:
+            out.append(item)
+            used += size
+    return out
+
+
+def normalise_bm25(raw: float, ceiling: float) -> float:
+    """BM25 as a share of what the query could reach, in [0, 1]."""
+    if ceiling <= 0 or raw <= 0:
+        return 0.0
+    return min(1.0, raw / ceiling)
+
+
+def squash(x: float) -> float:
+    """Map a non-negative unbounded score (e.g. PostgreSQL ts_rank) into [0, 1)."""
+    return 0.0 if x <= 0 else x / (x + 1.0)

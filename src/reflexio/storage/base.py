@@ -1,0 +1,316 @@
+"""The storage protocol every backend implements (memory, SQLite, PostgreSQL).
+
+The protocol is narrow on purpose: a handful of primitives per table, with variants expressed
+as data (filters, kinds, statuses) rather than method families. ``transaction()`` returns an
+object that satisfies this same protocol, bound to one database transaction, so "publish the
+request and enqueue its jobs" or "write the learnings and complete the job" commit together or
+not at all. Every method takes the org first; nothing reads or writes across orgs.
+
+Learnings own their vectors: a backend is opened with an ``Embedder`` and recomputes a row's
+embedding whenever its searchable text changes, so the vector can never describe stale text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, runtime_checkable
+
+from reflexio.storage.filters import (
+    Candidate,
+    CandidateQuery,
+    InteractionFilter,
+    LearningFilter,
+    RequestFilter,
+)
+from reflexio.storage.records import (
+    ApiKeyRecord,
+    Audit,
+    Bookmark,
+    EvaluationRecord,
+    InteractionRecord,
+    Job,
+    JobStatus,
+    Learning,
+    LearningEvent,
+    RequestRecord,
+)
+
+__all__ = ["Storage"]
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What the service needs from a backend."""
+
+    #: Short backend name: "memory", "sqlite" or "postgres".
+    backend: str
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[Storage]:
+        """Open a transaction; the yielded object is this protocol bound to it.
+
+        Nested calls on a transaction yield the same transaction. On exception everything
+        done through it is rolled back.
+        """
+        ...
+
+    def ping(self) -> None:
+        """Raise ``StorageError`` unless the backend answers a trivial query."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and caches."""
+        ...
+
+    # -- the log: requests and interactions ------------------------------------------------
+    def insert_request(
+        self, request: RequestRecord, interactions: Sequence[InteractionRecord]
+    ) -> list[InteractionRecord]:
+        """Store a request and its interactions; returns interactions with ids assigned.
+
+        Raises:
+            ConflictError: A request with the same (org, request_id) exists.
+        """
+        ...
+
+    def get_request(self, org_id: str, request_id: str) -> RequestRecord | None:
+        """One request by id, or None."""
+        ...
+
+    def list_requests(
+        self, org_id: str, where: RequestFilter, *, limit: int, offset: int = 0
+    ) -> list[RequestRecord]:
+        """Requests matching ``where``, newest first."""
+        ...
+
+    def list_interactions(
+        self,
+        org_id: str,
+        where: InteractionFilter,
+        *,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[InteractionRecord]:
+        """Interactions matching ``where`` ordered by id (oldest first unless asked)."""
+        ...
+
+    def search_interactions(
+        self, org_id: str, where: InteractionFilter, text: str, *, limit: int
+    ) -> list[tuple[InteractionRecord, float]]:
+        """Full-text search over interaction content, best first, with scores."""
+        ...
+
+    def delete_log(
+        self,
+        org_id: str,
+        *,
+        requests: RequestFilter | None = None,
+        interactions: InteractionFilter | None = None,
+    ) -> tuple[int, int]:
+        """Delete requests (with their interactions) and/or single interactions.
+
+        Returns:
+            (requests deleted, interactions deleted).
+        """
+        ...
+
+    # -- learnings --------------------------------------------------------------------------
+    def save_learnings(self, rows: Sequence[Learning], audit: Audit) -> list[Learning]:
+        """Insert rows with ``id == 0``, replace rows with an id; returns the stored rows.
+
+        Embeddings are (re)computed for rows whose searchable text changed. Each change is
+        recorded as a ``LearningEvent`` from ``audit``.
+
+        Raises:
+            NotFoundError: An id to update does not exist in the org.
+            ConflictError: A profile_id is already used in the org by another row.
+        """
+        ...
+
+    def get_learnings(self, org_id: str, where: LearningFilter) -> list[Learning]:
+        """All learnings matching ``where`` (meant for id lookups), by id."""
+        ...
+
+    def list_learnings(
+        self,
+        org_id: str,
+        where: LearningFilter,
+        *,
+        limit: int,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Learning]:
+        """Learnings matching ``where`` ordered by ``updated_at`` then id."""
+        ...
+
+    def count_learnings(self, org_id: str, where: LearningFilter) -> int:
+        """How many learnings match ``where``."""
+        ...
+
+    def update_learnings(
+        self, org_id: str, where: LearningFilter, changes: dict[str, Any], audit: Audit
+    ) -> list[int]:
+        """Set non-text fields (status, approval, superseded_by, tags...) on matching rows.
+
+        Returns:
+            Ids of the rows changed.
+        """
+        ...
+
+    def delete_learnings(self, org_id: str, where: LearningFilter, audit: Audit) -> int:
+        """Hard-delete matching rows, from full-text and vector search too."""
+        ...
+
+    def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
+        """Full-text and vector candidates per filter, filtered before ranking."""
+        ...
+
+    def list_events(
+        self,
+        org_id: str,
+        *,
+        learning_ids: Sequence[int] | None = None,
+        user_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[LearningEvent]:
+        """Learning history, newest first."""
+        ...
+
+    def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
+        """Remember that search served these (kind, learning id) pairs in a session."""
+        ...
+
+    def list_exposures(self, org_id: str, session_id: str) -> set[tuple[str, str]]:
+        """(kind, learning id) pairs already served in a session."""
+        ...
+
+    # -- evaluations, bookmarks, configs ---------------------------------------------------
+    def add_evaluations(self, rows: Sequence[EvaluationRecord]) -> list[EvaluationRecord]:
+        """Store judgements; returns them with ids."""
+        ...
+
+    def list_evaluations(
+        self,
+        org_id: str,
+        *,
+        kind: str,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        agent_version: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        limit: int = 100,
+    ) -> list[EvaluationRecord]:
+        """Judgements of one kind, newest first."""
+        ...
+
+    def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:
+        """An extractor's read position for one user."""
+        ...
+
+    def put_bookmark(self, bookmark: Bookmark) -> None:
+        """Move an extractor's read position (insert or replace)."""
+        ...
+
+    def get_org_config(self, org_id: str) -> dict[str, Any] | None:
+        """The org's stored config document, if any."""
+        ...
+
+    def put_org_config(self, org_id: str, config: dict[str, Any]) -> None:
+        """Replace the org's config document."""
+        ...
+
+    def clear_user(self, org_id: str, user_id: str) -> dict[str, int]:
+        """Delete everything of one user (log, learnings, history, judgements, bookmarks)."""
+        ...
+
+    # -- api keys ---------------------------------------------------------------------------
+    def add_api_key(self, key: ApiKeyRecord) -> ApiKeyRecord:
+        """Store a hashed key."""
+        ...
+
+    def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
+        """The active key with this hash, if any."""
+        ...
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKeyRecord]:
+        """Keys (active and revoked), oldest first; all orgs when ``org_id`` is None."""
+        ...
+
+    def revoke_api_key(self, key_id: int) -> bool:
+        """Revoke a key; False when it does not exist or was already revoked."""
+        ...
+
+    def has_api_keys(self) -> bool:
+        """Whether any active key exists (then every /api request needs one)."""
+        ...
+
+    # -- jobs -------------------------------------------------------------------------------
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
+        """Queue jobs. A job whose (org, task, key) is already queued is not duplicated:
+        the queued one is returned, and with ``debounce`` its run time and payload move to
+        the new job's (the session-idle timer).
+        """
+        ...
+
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tasks: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """Atomically lease due queued jobs (and jobs whose lease expired) to ``worker``."""
+        ...
+
+    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
+        """Extend leases still held by ``worker``; returns the ids it still holds."""
+        ...
+
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        error: str | None = None,
+        retry_at: float | None = None,
+    ) -> bool:
+        """Complete a leased job: done (no error), retried at ``retry_at``, or dead.
+
+        Returns:
+            False when ``worker`` no longer holds the lease (nothing changed).
+        """
+        ...
+
+    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
+        """Give leased jobs back to the queue without counting an attempt (shutdown)."""
+        ...
+
+    def get_job(self, job_id: int) -> Job | None:
+        """One job by id (any org; callers check the org)."""
+        ...
+
+    def list_jobs(
+        self,
+        org_id: str,
+        *,
+        statuses: Sequence[JobStatus] | None = None,
+        request_id: str | None = None,
+        task: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Jobs of an org, newest first."""
+        ...
+
+    def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
+        """Move dead jobs (all, or these) back to the queue with fresh attempts."""
+        ...
+
+
+def iter_chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """Slices of at most ``size`` items (SQL parameter limits, batch embedding)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,287 @@
+"""The rows storage keeps, as plain dataclasses.
+
+These are the storage layer's own types, independent of the wire models: the wire keeps
+Reflexio's quirks (``Status.CURRENT`` is JSON null, three separate learning shapes), while
+storage keeps one ``Learning`` row with a ``kind`` column, as HOUSE_STYLE asks ("variants are
+data"). The service converts between the two at its edge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "NEVER_EXPIRES",
+    "ApiKeyRecord",
+    "Approval",
+    "Audit",
+    "Bookmark",
+    "EvaluationRecord",
+    "InteractionRecord",
+    "Job",
+    "JobStatus",
+    "Learning",
+    "LearningEvent",
+    "LearningKind",
+    "LearningStatus",
+    "RequestRecord",
+    "Vector",
+    "now",
+]
+
+#: Reflexio's "never expires" timestamp (2100-01-01), kept for wire compatibility.
+NEVER_EXPIRES = 4_102_444_800
+
+Vector = npt.NDArray[np.float32]
+
+
+def now() -> float:
+    """Current time in epoch seconds; one place so tests can reason about clocks."""
+    return time.time()
+
+
+class LearningKind(StrEnum):
+    """What a learning is: a fact about a user or a behaviour rule."""
+
+    PROFILE = "profile"
+    USER_PLAYBOOK = "user_playbook"
+    AGENT_PLAYBOOK = "agent_playbook"
+
+
+class LearningStatus(StrEnum):
+    """Lifecycle of a learning; the last three are tombstones kept for history."""
+
+    CURRENT = "current"
+    PENDING = "pending"
+    ARCHIVED = "archived"
+    ARCHIVE_IN_PROGRESS = "archive_in_progress"
+    MERGED = "merged"
+    SUPERSEDED = "superseded"
+    EXPIRED = "expired"
+
+
+class Approval(StrEnum):
+    """Human review state of an agent playbook."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+@dataclass(slots=True, kw_only=True)
+class RequestRecord:
+    """One publish call: the unit of idempotency (org, request_id)."""
+
+    org_id: str
+    request_id: str
+    user_id: str
+    session_id: str
+    source: str = ""
+    agent_version: str = ""
+    created_at: int = 0
+    payload_hash: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class InteractionRecord:
+    """One turn of a conversation, as published. ``id`` orders turns within an org."""
+
+    org_id: str
+    request_id: str
+    user_id: str
+    session_id: str
+    id: int = 0
+    role: str = "User"
+    content: str = ""
+    shadow_content: str = ""
+    expert_content: str = ""
+    user_action: str = "none"
+    user_action_description: str = ""
+    interacted_image_url: str = ""
+    image_encoding: str = ""
+    tools_used: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    retrieved_learnings: list[dict[str, Any]] = field(default_factory=list)
+    created_at: int = 0
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class Learning:
+    """A profile, user playbook or agent playbook.
+
+    ``id`` is assigned by storage (0 before the first save). Profiles also carry
+    ``profile_id``, their wire id, which callers may choose. The embedding is owned by
+    storage: it is recomputed whenever ``search_text`` changes, and stored with the model
+    name and dimension so a model change can be detected.
+    """
+
+    org_id: str
+    kind: LearningKind
+    content: str
+    id: int = 0
+    profile_id: str | None = None
+    user_id: str | None = None
+    agent_version: str = ""
+    playbook_name: str = ""
+    trigger: str | None = None
+    rationale: str | None = None
+    pitfall: str | None = None
+    blocking_issue: dict[str, Any] | None = None
+    status: LearningStatus = LearningStatus.CURRENT
+    approval: Approval | None = None
+    source: str | None = None
+    tags: list[str] = field(default_factory=list)
+    custom_features: dict[str, Any] | None = None
+    extractor_names: list[str] | None = None
+    ttl: str = "infinity"
+    expires_at: int = NEVER_EXPIRES
+    request_id: str = ""
+    source_interaction_ids: list[int] = field(default_factory=list)
+    superseded_by: int | None = None
+    metadata: str = ""
+    created_at: int = 0
+    updated_at: int = 0
+    embedding: Vector | None = field(default=None, repr=False)
+    embed_model: str = ""
+    text_hash: str = ""
+
+    @property
+    def search_text(self) -> str:
+        """The text that is both full-text indexed and embedded."""
+        parts = [self.trigger or "", self.content]
+        if self.custom_features:
+            parts.extend(str(v) for v in self.custom_features.values() if v)
+        return "\n".join(p for p in parts if p)
+
+    @property
+    def wire_id(self) -> str:
+        """The id a caller sees: ``profile_id`` for profiles, the number for playbooks."""
+        if self.kind is LearningKind.PROFILE and self.profile_id:
+            return self.profile_id
+        return str(self.id)
+
+    def computed_text_hash(self) -> str:
+        """Fingerprint of ``search_text``; a change means the vector must be recomputed."""
+        return hashlib.sha1(self.search_text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+    def copy(self, **changes: Any) -> Learning:
+        """Return a modified copy (rows are treated as values)."""
+        return replace(self, **changes)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-ready dict of the row without its vector, for audit events and export."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            if name in {"embedding", "text_hash"}:
+                continue
+            value = getattr(self, name)
+            out[name] = value.value if isinstance(value, StrEnum) else value
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class Audit:
+    """Who changed learnings and why; storage turns it into ``LearningEvent`` rows."""
+
+    actor: str = "api"
+    reason: str = ""
+    request_id: str | None = None
+    job_id: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class LearningEvent:
+    """One entry of a learning's history (created, updated, status change, deleted...)."""
+
+    org_id: str
+    learning_id: int
+    kind: LearningKind
+    event: str
+    id: int = 0
+    user_id: str | None = None
+    actor: str = ""
+    reason: str = ""
+    request_id: str | None = None
+    job_id: int | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class EvaluationRecord:
+    """A judgement: a session's success (``kind="session"``) or one injected learning's."""
+
+    org_id: str
+    kind: str
+    result: dict[str, Any]
+    id: int = 0
+    user_id: str | None = None
+    session_id: str | None = None
+    agent_version: str | None = None
+    learning_kind: str | None = None
+    learning_id: str | None = None
+    interaction_id: int | None = None
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class Bookmark:
+    """How far an extractor has read one user's interactions."""
+
+    org_id: str
+    user_id: str
+    extractor: str
+    last_interaction_id: int = 0
+    updated_at: float = 0.0
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its life."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    DEAD = "dead"
+
+
+@dataclass(slots=True, kw_only=True)
+class Job:
+    """Durable background work. ``key`` dedupes queued jobs and makes timers debounceable."""
+
+    org_id: str
+    task: str
+    id: int = 0
+    key: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+    status: JobStatus = JobStatus.QUEUED
+    run_at: float = 0.0
+    attempts: int = 0
+    max_attempts: int = 5
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+    last_error: str | None = None
+    request_id: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    finished_at: float | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ApiKeyRecord:
+    """An API key, stored as a SHA-256 hash; the plain key is shown once at creation."""
+
+    org_id: str
+    key_hash: str
+    prefix: str
+    id: int = 0
+    name: str = ""
+    created_at: float = 0.0
+    revoked_at: float | None = None

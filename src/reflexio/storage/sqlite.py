@@ -1,0 +1,814 @@
+"""SQLite storage: the embedded default (one file, WAL, FTS5 for interactions).
+
+Each thread has its own connection; writes run in ``BEGIN IMMEDIATE`` transactions, which
+serialise writers across threads *and processes* sharing the file. Learning search is served
+by an in-memory ``LearningIndex`` per org (see ``storage.index`` for why), kept current from
+the ``learning_changes`` log: learning writes bump a per-org sequence inside the write
+transaction, so a search only needs one tiny query to know whether it must catch up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reflexio import search
+from reflexio.embed import Embedder
+from reflexio.errors import ConflictError, NotFoundError, StorageError
+from reflexio.storage import common, rows
+from reflexio.storage.base import iter_chunks
+from reflexio.storage.filters import (
+    Candidate,
+    CandidateQuery,
+    InteractionFilter,
+    LearningFilter,
+    RequestFilter,
+)
+from reflexio.storage.index import IndexRow, LearningIndex
+from reflexio.storage.records import (
+    ApiKeyRecord,
+    Audit,
+    Bookmark,
+    EvaluationRecord,
+    InteractionRecord,
+    Job,
+    JobStatus,
+    Learning,
+    LearningEvent,
+    RequestRecord,
+    now,
+)
+from reflexio.storage.sql import (
+    SQLITE,
+    migrations,
+    queries,
+    where_interactions,
+    where_learnings,
+    where_requests,
+)
+
+__all__ = ["SqliteStorage"]
+
+_Q = queries("sqlite")
+#: Keep this many sequence numbers of change log per org before pruning older entries.
+_CHANGE_LOG_KEEP = 200_000
+
+
+@dataclass
+class _OrgIndex:
+    index: LearningIndex = field(default_factory=LearningIndex)
+    seq: int = -1
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SqliteStorage:
+    """The ``Storage`` protocol over one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str | Path, embedder: Embedder) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._indexes: dict[str, _OrgIndex] = {}
+        self._indexes_lock = threading.Lock()
+        self._migrate()
+
+    # -- connections and transactions ---------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            conn.row_factory = sqlite3.Row
+            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "busy_timeout = 30000"):
+                conn.execute(f"PRAGMA {pragma}")
+            self._local.conn = conn
+            self._local.depth = 0
+            with self._conns_lock:
+                self._all_conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        if self._local.depth:
+            yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        self._local.depth = 1
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            self._forget_indexes()
+            raise
+        else:
+            conn.execute("COMMIT")
+        finally:
+            self._local.depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[SqliteStorage]:
+        """A write transaction on this thread's connection; methods called inside join it."""
+        with self._write():
+            yield self
+
+    def _forget_indexes(self) -> None:
+        # A rollback may have un-done sequence numbers an index already consumed.
+        with self._indexes_lock:
+            for entry in self._indexes.values():
+                entry.seq = -1
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, script in migrations("sqlite"):
+                if version in done:
+                    continue
+                for statement in _statements(script):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
+
+    def ping(self) -> None:
+        try:
+            self._conn().execute("SELECT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite is not answering: {exc}") from exc
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for conn in self._all_conns:
+                with contextlib.suppress(sqlite3.ProgrammingError):  # from a finished thread
+                    conn.close()
+            self._all_conns.clear()
+        self._local = threading.local()
+
+    # -- log ----------------------------------------------------------------------------------
+    def insert_request(
+        self, request: RequestRecord, interactions: Sequence[InteractionRecord]
+    ) -> list[InteractionRecord]:
+        with self._write() as conn:
+            try:
+                conn.execute(_Q["insert_request"], _request_params(request))
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"request {request.request_id!r} already exists") from exc
+            stored = []
+            for row in interactions:
+                cur = conn.execute(_Q["insert_interaction"], rows.interaction_params(row))
+                stored.append(_with_id(row, int(cur.lastrowid or 0)))
+            return stored
+
+    def get_request(self, org_id: str, request_id: str) -> RequestRecord | None:
+        r = self._conn().execute(_Q["get_request"], (org_id, request_id)).fetchone()
+        return rows.request_from(r) if r else None
+
+    def list_requests(
+        self, org_id: str, where: RequestFilter, *, limit: int, offset: int = 0
+    ) -> list[RequestRecord]:
+        sql, params = where_requests(where, SQLITE)
+        found = self._conn().execute(
+            f"SELECT * FROM requests WHERE org_id = ? AND {sql} "
+            "ORDER BY created_at DESC, request_id DESC LIMIT ? OFFSET ?",
+            [org_id, *params, limit, offset],
+        )
+        return [rows.request_from(r) for r in found]
+
+    def list_interactions(
+        self,
+        org_id: str,
+        where: InteractionFilter,
+        *,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[InteractionRecord]:
+        sql, params = where_interactions(where, SQLITE)
+        order = "DESC" if newest_first else "ASC"
+        found = self._conn().execute(
+            f"SELECT * FROM interactions WHERE org_id = ? AND {sql} ORDER BY id {order} LIMIT ?",
+            [org_id, *params, -1 if limit is None else limit],
+        )
+        return [rows.interaction_from(r) for r in found]
+
+    def search_interactions(
+        self, org_id: str, where: InteractionFilter, text: str, *, limit: int
+    ) -> list[tuple[InteractionRecord, float]]:
+        words = search.raw_words(text)
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        params: list[Any] = []
+        found = self._conn().execute(
+            "SELECT i.*, -bm25(interactions_fts) AS score FROM interactions_fts "
+            "JOIN interactions i ON i.id = interactions_fts.rowid "
+            f"WHERE interactions_fts MATCH ? AND i.org_id = ? AND {_qualify(where, params)} "
+            "ORDER BY score DESC LIMIT ?",
+            [match, org_id, *params, limit],
+        )
+        return [(rows.interaction_from(r), float(r["score"])) for r in found]
+
+    def delete_log(
+        self,
+        org_id: str,
+        *,
+        requests: RequestFilter | None = None,
+        interactions: InteractionFilter | None = None,
+    ) -> tuple[int, int]:
+        n_req = n_int = 0
+        with self._write() as conn:
+            if requests is not None:
+                sql, params = where_requests(requests, SQLITE)
+                ids = [
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT request_id FROM requests WHERE org_id = ? AND {sql}",
+                        [org_id, *params],
+                    )
+                ]
+                for chunk in iter_chunks(ids, 500):
+                    marks = SQLITE.params(len(chunk))
+                    n_int += conn.execute(
+                        f"DELETE FROM interactions WHERE org_id = ? AND request_id IN ({marks})",
+                        [org_id, *chunk],
+                    ).rowcount
+                    n_req += conn.execute(
+                        f"DELETE FROM requests WHERE org_id = ? AND request_id IN ({marks})",
+                        [org_id, *chunk],
+                    ).rowcount
+            if interactions is not None:
+                sql, params = where_interactions(interactions, SQLITE)
+                n_int += conn.execute(
+                    f"DELETE FROM interactions WHERE org_id = ? AND {sql}", [org_id, *params]
+                ).rowcount
+        return n_req, n_int
+
+    # -- learnings ----------------------------------------------------------------------------
+    def save_learnings(self, rows_in: Sequence[Learning], audit: Audit) -> list[Learning]:
+        if not rows_in:
+            return []
+        prepared = common.prepare_learnings(rows_in, self.embedder)
+        with self._write() as conn:
+            org_id = prepared[0].org_id
+            seq = self._bump_seq(conn, org_id)
+            before = {r.id: r for r in self._by_ids(conn, org_id, [r.id for r in prepared if r.id])}
+            saved = [self._save_one(conn, row, before, seq) for row in prepared]
+            self._record(conn, seq, org_id, [r.id for r in saved], common.save_events(saved, before, audit))
+            return saved
+
+    def _save_one(
+        self, conn: sqlite3.Connection, row: Learning, before: dict[int, Learning], seq: int
+    ) -> Learning:
+        try:
+            if row.id:
+                old = before.get(row.id)
+                if old is None or old.org_id != row.org_id:
+                    raise NotFoundError(f"{row.kind.value} {row.id} not found")
+                row = row.copy(created_at=old.created_at)
+                conn.execute(_Q["update_learning"], rows.learning_params(row, seq=seq))
+                return row
+            cur = conn.execute(_Q["insert_learning"], rows.learning_params(row, seq=seq))
+            return row.copy(id=int(cur.lastrowid or 0))
+        except sqlite3.IntegrityError as exc:
+            raise ConflictError(f"profile_id {row.profile_id!r} is already used") from exc
+
+    def _bump_seq(self, conn: sqlite3.Connection, org_id: str) -> int:
+        seq = int(conn.execute(_Q["bump_seq"], (org_id,)).fetchone()[0])
+        if seq % 1000 == 0 and seq > _CHANGE_LOG_KEEP:
+            upto = {"org_id": org_id, "upto": seq - _CHANGE_LOG_KEEP}
+            conn.execute(_Q["prune_changes"], upto)
+            conn.execute(_Q["set_pruned"], upto)
+        return seq
+
+    def _record(
+        self,
+        conn: sqlite3.Connection,
+        seq: int,
+        org_id: str,
+        ids: Sequence[int],
+        events: Sequence[LearningEvent],
+    ) -> None:
+        conn.executemany(_Q["insert_change"], [(org_id, seq, i) for i in ids])
+        conn.executemany(_Q["insert_event"], [rows.event_params(e) for e in events])
+
+    def _by_ids(self, conn: sqlite3.Connection, org_id: str, ids: Sequence[int]) -> list[Learning]:
+        out: list[Learning] = []
+        for chunk in iter_chunks(list(ids), 500):
+            marks = SQLITE.params(len(chunk))
+            found = conn.execute(
+                f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = ? AND id IN ({marks})",
+                [org_id, *chunk],
+            )
+            out.extend(rows.learning_from(r) for r in found)
+        return out
+
+    def _select(
+        self,
+        conn: sqlite3.Connection,
+        org_id: str,
+        where: LearningFilter,
+        tail: str = "",
+        extra: Sequence[Any] = (),
+    ) -> list[Learning]:
+        sql, params = where_learnings(where, SQLITE)
+        found = conn.execute(
+            f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = ? AND {sql} {tail}",
+            [org_id, *params, *extra],
+        )
+        return [rows.learning_from(r) for r in found]
+
+    def get_learnings(self, org_id: str, where: LearningFilter) -> list[Learning]:
+        return self._select(self._conn(), org_id, where, "ORDER BY id")
+
+    def list_learnings(
+        self,
+        org_id: str,
+        where: LearningFilter,
+        *,
+        limit: int,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Learning]:
+        order = "DESC" if newest_first else "ASC"
+        tail = f"ORDER BY updated_at {order}, id {order} LIMIT ? OFFSET ?"
+        return self._select(self._conn(), org_id, where, tail, (limit, offset))
+
+    def count_learnings(self, org_id: str, where: LearningFilter) -> int:
+        sql, params = where_learnings(where, SQLITE)
+        row = (
+            self._conn()
+            .execute(f"SELECT count(*) FROM learnings WHERE org_id = ? AND {sql}", [org_id, *params])
+            .fetchone()
+        )
+        return int(row[0])
+
+    def update_learnings(
+        self, org_id: str, where: LearningFilter, changes: dict[str, Any], audit: Audit
+    ) -> list[int]:
+        common.check_changes(changes)
+        with self._write() as conn:
+            before = self._select(conn, org_id, where)
+            if not before:
+                return []
+            seq = self._bump_seq(conn, org_id)
+            params = rows.learning_params(before[0].copy(**changes), seq=seq)
+            sets = ", ".join(f"{col} = :{col}" for col in changes)
+            values = {col: params[col] for col in changes} | {
+                "updated_at": int(now()),
+                "seq": seq,
+                "org_id": org_id,
+            }
+            ids = [r.id for r in before]
+            for chunk in iter_chunks(ids, 500):
+                marks = ", ".join(f":id{i}" for i in range(len(chunk)))
+                conn.execute(
+                    f"UPDATE learnings SET {sets}, updated_at = :updated_at, seq = :seq "
+                    f"WHERE org_id = :org_id AND id IN ({marks})",
+                    values | {f"id{i}": v for i, v in enumerate(chunk)},
+                )
+            self._record(conn, seq, org_id, ids, common.change_events(before, changes, audit))
+            return sorted(ids)
+
+    def delete_learnings(self, org_id: str, where: LearningFilter, audit: Audit) -> int:
+        with self._write() as conn:
+            doomed = self._select(conn, org_id, where)
+            self._delete_rows(conn, org_id, doomed, common.delete_events(doomed, audit))
+            return len(doomed)
+
+    def _delete_rows(
+        self,
+        conn: sqlite3.Connection,
+        org_id: str,
+        doomed: Sequence[Learning],
+        events: Sequence[LearningEvent],
+    ) -> None:
+        if not doomed:
+            return
+        seq = self._bump_seq(conn, org_id)
+        ids = [r.id for r in doomed]
+        for chunk in iter_chunks(ids, 500):
+            conn.execute(
+                f"DELETE FROM learnings WHERE org_id = ? AND id IN ({SQLITE.params(len(chunk))})",
+                [org_id, *chunk],
+            )
+        self._record(conn, seq, org_id, ids, events)
+
+    # -- search -------------------------------------------------------------------------------
+    def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
+        per_filter = self._fresh_index(org_id).search(query, int(now()))
+        wanted = sorted({hit.id for hits in per_filter for hit in hits})
+        by_id = {r.id: r for r in self._by_ids(self._conn(), org_id, wanted)}
+        out = []
+        for i, hits in enumerate(per_filter):
+            for hit in hits:
+                row = by_id.get(hit.id)
+                if row is None:
+                    continue  # deleted since the index caught up
+                out.append(
+                    Candidate(
+                        learning=row,
+                        filter_index=i,
+                        fts_score=hit.fts_score,
+                        fts_norm=hit.fts_norm,
+                        fts_rank=hit.fts_rank,
+                        vector_score=hit.vector_score,
+                        vector_rank=hit.vector_rank,
+                    )
+                )
+        return out
+
+    def _fresh_index(self, org_id: str) -> LearningIndex:
+        with self._indexes_lock:
+            entry = self._indexes.setdefault(org_id, _OrgIndex())
+        with entry.lock:
+            conn = self._conn()
+            state = conn.execute(_Q["get_seq"], (org_id,)).fetchone()
+            seq, pruned = (int(state[0]), int(state[1])) if state else (0, 0)
+            if entry.seq == seq:
+                return entry.index
+            if entry.seq < 0 or entry.seq < pruned:
+                entry.index = self._build_index(conn, org_id)
+            else:
+                changed = [int(r[0]) for r in conn.execute(_Q["changed_since"], (org_id, entry.seq))]
+                entry.index.remove(changed)
+                entry.index.upsert(IndexRow.of(r) for r in self._by_ids(conn, org_id, changed))
+            entry.seq = seq
+            return entry.index
+
+    def _build_index(self, conn: sqlite3.Connection, org_id: str) -> LearningIndex:
+        found = conn.execute(f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = ?", (org_id,))
+        index = LearningIndex()
+        index.upsert(IndexRow.of(rows.learning_from(r)) for r in found)
+        return index
+
+    def list_events(
+        self,
+        org_id: str,
+        *,
+        learning_ids: Sequence[int] | None = None,
+        user_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[LearningEvent]:
+        clauses: list[str] = ["org_id = ?"]
+        params: list[Any] = [org_id]
+        if learning_ids is not None:
+            clauses.append(
+                f"learning_id IN ({SQLITE.params(len(learning_ids))})" if learning_ids else "FALSE"
+            )
+            params.extend(learning_ids)
+        if user_id is not None:
+            clauses.append("user_id = ?")
+            params.append(user_id)
+        if kinds is not None:
+            clauses.append(f"kind IN ({SQLITE.params(len(kinds))})" if kinds else "FALSE")
+            params.extend(kinds)
+        found = self._conn().execute(
+            f"SELECT * FROM learning_events WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [rows.event_from(r) for r in found]
+
+    def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
+        if not refs:
+            return
+        with self._write() as conn:
+            t = now()
+            conn.executemany(_Q["add_exposure"], [(org_id, session_id, k, i, t) for k, i in refs])
+
+    def list_exposures(self, org_id: str, session_id: str) -> set[tuple[str, str]]:
+        found = self._conn().execute(_Q["list_exposures"], (org_id, session_id))
+        return {(r[0], r[1]) for r in found}
+
+    # -- evaluations, bookmarks, configs --------------------------------------------------
+    def add_evaluations(self, rows_in: Sequence[EvaluationRecord]) -> list[EvaluationRecord]:
+        out = []
+        with self._write() as conn:
+            for row in rows_in:
+                t = row.created_at or now()
+                cur = conn.execute(_Q["insert_evaluation"], rows.evaluation_params(row, t))
+                out.append(rows.evaluation_from({**rows.evaluation_params(row, t), "id": cur.lastrowid}))
+        return out
+
+    def list_evaluations(
+        self,
+        org_id: str,
+        *,
+        kind: str,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        agent_version: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        limit: int = 100,
+    ) -> list[EvaluationRecord]:
+        clauses: list[str] = ["org_id = ?", "kind = ?"]
+        params: list[Any] = [org_id, kind]
+        for column, op, value in (
+            ("user_id", "=", user_id),
+            ("session_id", "=", session_id),
+            ("agent_version", "=", agent_version),
+            ("created_at", ">=", created_after),
+            ("created_at", "<=", created_before),
+        ):
+            if value is not None:
+                clauses.append(f"{column} {op} ?")
+                params.append(value)
+        found = self._conn().execute(
+            f"SELECT * FROM evaluations WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [rows.evaluation_from(r) for r in found]
+
+    def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:
+        r = self._conn().execute(_Q["get_bookmark"], (org_id, user_id, extractor)).fetchone()
+        return rows.bookmark_from(r) if r else None
+
+    def put_bookmark(self, bookmark: Bookmark) -> None:
+        with self._write() as conn:
+            conn.execute(
+                _Q["put_bookmark"],
+                {
+                    "org_id": bookmark.org_id,
+                    "user_id": bookmark.user_id,
+                    "extractor": bookmark.extractor,
+                    "last_interaction_id": bookmark.last_interaction_id,
+                    "updated_at": now(),
+                },
+            )
+
+    def get_org_config(self, org_id: str) -> dict[str, Any] | None:
+        r = self._conn().execute(_Q["get_config"], (org_id,)).fetchone()
+        return rows.loads(r[0]) if r else None
+
+    def put_org_config(self, org_id: str, config: dict[str, Any]) -> None:
+        with self._write() as conn:
+            conn.execute(
+                _Q["put_config"],
+                {"org_id": org_id, "config": rows.dumps(config), "updated_at": now()},
+            )
+
+    def clear_user(self, org_id: str, user_id: str) -> dict[str, int]:
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM session_exposures WHERE org_id = ? AND session_id IN "
+                "(SELECT session_id FROM requests WHERE org_id = ? AND user_id = ?)",
+                (org_id, org_id, user_id),
+            )
+            n_req, n_int = self.delete_log(
+                org_id,
+                requests=RequestFilter(user_id=user_id),
+                interactions=InteractionFilter(user_id=user_id),
+            )
+            doomed = self._select(conn, org_id, LearningFilter(user_id=user_id))
+            self._delete_rows(conn, org_id, doomed, [])
+            counts = {"requests": n_req, "interactions": n_int, **common.count_kinds(doomed)}
+            for table, key in (
+                ("learning_events", "events"),
+                ("evaluations", "evaluations"),
+                ("bookmarks", "bookmarks"),
+            ):
+                counts[key] = conn.execute(
+                    f"DELETE FROM {table} WHERE org_id = ? AND user_id = ?", (org_id, user_id)
+                ).rowcount
+            return counts
+
+    # -- api keys ---------------------------------------------------------------------------
+    def add_api_key(self, key: ApiKeyRecord) -> ApiKeyRecord:
+        with self._write() as conn:
+            t = key.created_at or now()
+            params = {
+                "org_id": key.org_id,
+                "key_hash": key.key_hash,
+                "prefix": key.prefix,
+                "name": key.name,
+                "created_at": t,
+            }
+            key_id = int(conn.execute(_Q["insert_api_key"], params).fetchone()[0])
+        return ApiKeyRecord(
+            id=key_id,
+            org_id=key.org_id,
+            key_hash=key.key_hash,
+            prefix=key.prefix,
+            name=key.name,
+            created_at=t,
+        )
+
+    def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
+        r = self._conn().execute(_Q["find_api_key"], (key_hash,)).fetchone()
+        return rows.api_key_from(r) if r else None
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKeyRecord]:
+        return [rows.api_key_from(r) for r in self._conn().execute(_Q["list_api_keys"], {"org_id": org_id})]
+
+    def revoke_api_key(self, key_id: int) -> bool:
+        with self._write() as conn:
+            return conn.execute(_Q["revoke_api_key"], {"id": key_id, "now": now()}).rowcount > 0
+
+    def has_api_keys(self) -> bool:
+        return bool(self._conn().execute(_Q["has_api_keys"]).fetchone()[0])
+
+    # -- jobs -------------------------------------------------------------------------------
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
+        out = []
+        with self._write() as conn:
+            t = now()
+            for job in jobs:
+                existing = None
+                if job.key is not None:
+                    existing = conn.execute(
+                        _Q["queued_job_by_key"], (job.org_id, job.task, job.key)
+                    ).fetchone()
+                if existing is None:
+                    out.append(
+                        rows.job_from(conn.execute(_Q["insert_job"], rows.job_params(job, t)).fetchone())
+                    )
+                elif debounce:
+                    params = {
+                        "id": existing["id"],
+                        "run_at": job.run_at or t,
+                        "payload": rows.dumps(job.payload),
+                        "request_id": job.request_id,
+                        "now": t,
+                    }
+                    out.append(rows.job_from(conn.execute(_Q["debounce_job"], params).fetchone()))
+                else:
+                    out.append(rows.job_from(existing))
+        return out
+
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tasks: Sequence[str] | None = None,
+    ) -> list[Job]:
+        with self._write() as conn:
+            t = now()
+            conn.execute(_Q["bury_exhausted_jobs"], {"error": common.LEASE_EXPIRED, "now": t})
+            task_sql = f"AND task IN ({SQLITE.params(len(tasks))})" if tasks else ""
+            found = conn.execute(
+                "UPDATE jobs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
+                "attempts = attempts + 1, updated_at = ? WHERE id IN ("
+                "SELECT id FROM jobs WHERE ((status = 'queued' AND run_at <= ?) "
+                f"OR (status = 'running' AND lease_expires_at < ?)) {task_sql} "
+                "ORDER BY run_at, id LIMIT ?) RETURNING *",
+                [worker, t + lease_seconds, t, t, t, *(tasks or []), limit],
+            )
+            return sorted((rows.job_from(r) for r in found), key=lambda j: (j.run_at, j.id))
+
+    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
+        held = []
+        with self._write() as conn:
+            t = now()
+            for job_id in job_ids:
+                params = {"id": job_id, "worker": worker, "until": t + lease_seconds, "now": t}
+                if conn.execute(_Q["heartbeat_job"], params).fetchone():
+                    held.append(job_id)
+        return held
+
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        error: str | None = None,
+        retry_at: float | None = None,
+    ) -> bool:
+        with self._write() as conn:
+            t = now()
+            params: dict[str, Any] = {
+                "id": job_id,
+                "worker": worker,
+                "error": error,
+                "now": t,
+                "retry_at": retry_at,
+            }
+            if error is None:
+                return conn.execute(_Q["finish_job_done"], params).rowcount > 0
+            if retry_at is None:
+                return conn.execute(_Q["finish_job_dead"], params).rowcount > 0
+            twin = self._queued_twin(conn, job_id)
+            if twin is None:
+                return conn.execute(_Q["finish_job_retry"], params).rowcount > 0
+            params["error"] = common.merged_note(error, twin)
+            if conn.execute(_Q["finish_job_done"], params).rowcount == 0:
+                return False
+            conn.execute(_Q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": t})
+            return True
+
+    def _queued_twin(self, conn: sqlite3.Connection, job_id: int) -> int | None:
+        r = conn.execute(
+            "SELECT q.id FROM jobs j JOIN jobs q ON q.org_id = j.org_id AND q.task = j.task "
+            "AND q.key = j.key AND q.status = 'queued' AND q.id <> j.id WHERE j.id = ?",
+            (job_id,),
+        ).fetchone()
+        return None if r is None else int(r[0])
+
+    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
+        n = 0
+        with self._write() as conn:
+            t = now()
+            for job_id in job_ids:
+                twin = self._queued_twin(conn, job_id)
+                params = {"id": job_id, "worker": worker, "now": t, "error": None, "retry_at": t}
+                if twin is None:
+                    n += conn.execute(_Q["release_job"], params).rowcount
+                else:
+                    params["error"] = f"released at shutdown; continues as job {twin}"
+                    n += conn.execute(_Q["finish_job_done"], params).rowcount
+        return n
+
+    def get_job(self, job_id: int) -> Job | None:
+        r = self._conn().execute(_Q["get_job"], (job_id,)).fetchone()
+        return rows.job_from(r) if r else None
+
+    def list_jobs(
+        self,
+        org_id: str,
+        *,
+        statuses: Sequence[JobStatus] | None = None,
+        request_id: str | None = None,
+        task: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        clauses = ["org_id = ?"]
+        params: list[Any] = [org_id]
+        if statuses is not None:
+            clauses.append(f"status IN ({SQLITE.params(len(statuses))})" if statuses else "FALSE")
+            params.extend(s.value for s in statuses)
+        for column, value in (("request_id", request_id), ("task", task)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        found = self._conn().execute(
+            f"SELECT * FROM jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [rows.job_from(r) for r in found]
+
+    def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
+        with self._write() as conn:
+            t = now()
+            id_sql = ""
+            if job_ids is not None:
+                id_sql = f"AND id IN ({SQLITE.params(len(job_ids))})" if job_ids else "AND FALSE"
+            return conn.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, updated_at = ?, "
+                f"finished_at = NULL WHERE org_id = ? AND status = 'dead' {id_sql} "
+                "AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.org_id = jobs.org_id "
+                "AND q.task = jobs.task AND q.key = jobs.key AND q.status = 'queued')",
+                [t, t, org_id, *(job_ids or [])],
+            ).rowcount
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (triggers contain semicolons inside BEGIN...END)."""
+    out, buf = [], []
+    for line in script.splitlines():
+        buf.append(line)
+        if sqlite3.complete_statement("\n".join(buf)):
+            statement = "\n".join(buf).strip()
+            if statement and statement != ";":
+                out.append(statement)
+            buf = []
+    return out
+
+
+def _request_params(r: RequestRecord) -> dict[str, Any]:
+    return {
+        "org_id": r.org_id,
+        "request_id": r.request_id,
+        "user_id": r.user_id,
+        "session_id": r.session_id,
+        "source": r.source,
+        "agent_version": r.agent_version,
+        "created_at": r.created_at,
+        "payload_hash": r.payload_hash,
+    }
+
+
+def _with_id(row: InteractionRecord, new_id: int) -> InteractionRecord:
+    from dataclasses import replace
+
+    return replace(row, id=new_id)
+
+
+def _qualify(where: InteractionFilter, params: list[Any]) -> str:
+    """The interaction filter with its columns qualified by the ``i`` alias."""
+    sql, fresh = where_interactions(where, SQLITE)
+    params[:] = fresh
+    return _COLUMN.sub(r"i.\1", sql)
+
+
+_COLUMN = re.compile(r"\b(user_id|session_id|request_id|created_at|id)\b")

@@ -1,0 +1,55 @@
+"""Shared fixtures: the real bundled embedder and every storage backend.
+
+PostgreSQL tests run when REFLEXIO_TEST_POSTGRES_URL is set (scripts/test starts a server and
+sets it); each test gets its own schema, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from reflexio.embed import Embedder, open_embedder
+from reflexio.storage import Storage, open_storage
+
+POSTGRES_URL = os.environ.get("REFLEXIO_TEST_POSTGRES_URL", "")
+BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return open_embedder("wordllama")
+
+
+def postgres_schema_url() -> str:
+    """A URL whose connections use a fresh schema (pgvector stays in public)."""
+    import psycopg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    return f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema},public"
+
+
+def storage_url(backend: str, tmp_path: os.PathLike[str]) -> str:
+    if backend == "memory":
+        return "memory://"
+    if backend == "sqlite":
+        return f"sqlite:///{os.fspath(tmp_path)}/reflexio.db"
+    if not POSTGRES_URL:
+        pytest.skip("REFLEXIO_TEST_POSTGRES_URL is not set")
+    return postgres_schema_url()
+
+
+@pytest.fixture(params=BACKENDS)
+def storage(
+    request: pytest.FixtureRequest, tmp_path: os.PathLike[str], embedder: Embedder
+) -> Iterator[Storage]:
+    store = open_storage(storage_url(request.param, tmp_path), embedder)
+    yield store
+    store.close()
