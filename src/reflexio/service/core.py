@@ -1,0 +1,60 @@
+"""The core every surface calls: storage, embedder and settings, opened once per process.
+
+HTTP routes, the CLI (in local mode), workers and benchmarks all build one ``Core`` and call the
+use-case functions of ``reflexio.service`` with it, so a behaviour exists in one place only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from reflexio.config import Settings
+from reflexio.embed import Embedder, open_embedder
+from reflexio.errors import ValidationError
+from reflexio.models.org_config import Config
+from reflexio.storage import Storage, open_storage
+
+__all__ = ["Core", "open_core"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Core:
+    """Process-wide dependencies of the use cases.
+
+    Attributes:
+        settings: How this process runs.
+        storage: The backend holding everything.
+        embedder: Turns text into vectors for search (also owned by storage for writes).
+        extras: Optional collaborators later layers attach (LLM factory, job runner...).
+    """
+
+    settings: Settings
+    storage: Storage
+    embedder: Embedder
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def org_config(self, org_id: str) -> Config:
+        """The org's config, or the defaults when it never set one."""
+        stored = self.storage.get_org_config(org_id)
+        if stored is None:
+            return Config()
+        try:
+            return Config.from_stored(stored)
+        except ValueError as exc:
+            log.error("stored config of org %s is invalid, using defaults: %s", org_id, exc)
+            raise ValidationError(f"the stored config of this org is invalid: {exc}") from exc
+
+    def close(self) -> None:
+        """Release storage connections."""
+        self.storage.close()
+
+
+def open_core(settings: Settings) -> Core:
+    """Open the embedder and storage that ``settings`` name (migrating storage)."""
+    embedder = open_embedder(settings.embedder)
+    storage = open_storage(settings.storage_url, embedder)
+    return Core(settings=settings, storage=storage, embedder=embedder)

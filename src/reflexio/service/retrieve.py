@@ -1,0 +1,349 @@
+"""Retrieval: the one search behind ``/api/search`` and the per-kind search routes.
+
+A search is planned as one ``LearningFilter`` per kind (scope and status applied before
+ranking), sent to storage as a single ``CandidateQuery``, then ranked here with the pure
+functions of ``reflexio.search``: fused score, threshold, session dedup, near-duplicate
+collapse, ``top_k`` per kind and an optional token budget across kinds. It never calls an LLM.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from reflexio import search as ranking
+from reflexio.errors import ReflexioError
+from reflexio.models import (
+    PlaybookStatus,
+    SearchAgentPlaybookRequest,
+    SearchAgentPlaybooksViewResponse,
+    SearchMode,
+    SearchProfilesViewResponse,
+    SearchUserPlaybookRequest,
+    SearchUserPlaybooksViewResponse,
+    SearchUserProfileRequest,
+    UnifiedSearchRequest,
+    UnifiedSearchViewResponse,
+)
+from reflexio.service import views
+from reflexio.service.core import Core
+from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter
+from reflexio.storage.filters import SearchMode as StoreMode
+from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "Plan",
+    "Ranked",
+    "rank",
+    "search",
+    "search_agent_playbooks",
+    "search_profiles",
+    "search_user_playbooks",
+]
+
+log = logging.getLogger(__name__)
+
+#: Fused-score floor when neither the request nor the org config names one. Scores mix cosine
+#: similarity with the share of the query matched lexically; unrelated learnings score near 0.
+DEFAULT_THRESHOLD = 0.15
+
+#: How many candidates each arm brings per kind, relative to ``top_k``.
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 20
+
+_KIND_OF_ENTITY = {
+    "profiles": LearningKind.PROFILE,
+    "user_playbooks": LearningKind.USER_PLAYBOOK,
+    "agent_playbooks": LearningKind.AGENT_PLAYBOOK,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to retrieve: one filter per kind plus the ranking knobs."""
+
+    text: str
+    filters: tuple[LearningFilter, ...]
+    top_k: int
+    threshold: float
+    mode: SearchMode = SearchMode.HYBRID
+    exclude: frozenset[tuple[str, str]] = frozenset()
+    max_tokens: int | None = None
+    weights: ranking.FusionWeights = field(default_factory=ranking.FusionWeights)
+    fusion: str = "calibrated"
+
+
+@dataclass(slots=True)
+class Ranked:
+    """Ranked results per filter of the plan, with timings and degradation."""
+
+    hits: list[list[tuple[Learning, float]]]
+    mode_effective: SearchMode
+    degraded: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
+    """Retrieve and rank learnings for a plan; the heart of every search route."""
+    timings: dict[str, float] = {}
+    vector, mode, degraded = _query_vector(core, plan, timings)
+    started = time.perf_counter()
+    query = CandidateQuery(
+        filters=plan.filters,
+        text=plan.text,
+        vector=vector,
+        embed_model=core.embedder.name,
+        limit=max(plan.top_k * CANDIDATE_FACTOR, MIN_CANDIDATES),
+        mode=StoreMode(mode.value),
+    )
+    candidates = core.storage.search_candidates(org_id, query)
+    timings["candidates_ms"] = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    per_filter: list[list[Candidate]] = [[] for _ in plan.filters]
+    for candidate in candidates:
+        per_filter[candidate.filter_index].append(candidate)
+    hits = [_rank_one(group, plan) for group in per_filter]
+    if plan.max_tokens is not None:
+        hits = _pack(hits, plan.max_tokens)
+    timings["rank_ms"] = (time.perf_counter() - started) * 1000
+    return Ranked(hits=hits, mode_effective=mode, degraded=degraded, timings=timings)
+
+
+def _query_vector(
+    core: Core, plan: Plan, timings: dict[str, float]
+) -> tuple[Vector | None, SearchMode, bool]:
+    if plan.mode is SearchMode.FTS or not plan.text.strip():
+        return None, plan.mode, False
+    started = time.perf_counter()
+    try:
+        vector = core.embedder.embed([plan.text], kind="query")[0]
+    except ReflexioError as exc:  # a hosted embedder is down: full text still answers
+        log.warning("query embedding failed, searching full text only: %s", exc)
+        return None, SearchMode.FTS, True
+    finally:
+        timings["embed_ms"] = (time.perf_counter() - started) * 1000
+    return vector, plan.mode, False
+
+
+def _score(candidate: Candidate, plan: Plan) -> float:
+    if plan.fusion == "rrf":
+        return ranking.rrf_scores([(candidate.vector_rank, candidate.fts_rank)], weights=plan.weights)[0]
+    return ranking.fused_score(candidate.vector_score, candidate.fts_norm, plan.weights)
+
+
+def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, float]]:
+    scored = [(c.learning, _score(c, plan)) for c in group]
+    scored = [
+        (row, s)
+        for row, s in scored
+        if s >= plan.threshold and (row.kind.value, row.wire_id) not in plan.exclude
+    ]
+    scored.sort(key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id))
+    pool = scored[: plan.top_k * 3]
+    kept = ranking.collapse_near_duplicates(
+        pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool]
+    )
+    return [(row, round(s, 6)) for row, s in kept[: plan.top_k]]
+
+
+def _pack(hits: list[list[tuple[Learning, float]]], max_tokens: int) -> list[list[tuple[Learning, float]]]:
+    """Keep the best learnings across kinds that fit in ``max_tokens`` together."""
+    flat = sorted(
+        ((s, i, j) for i, group in enumerate(hits) for j, (_, s) in enumerate(group)), key=lambda t: -t[0]
+    )
+    sizes = [ranking.estimate_tokens(hits[i][j][0].search_text) for _, i, j in flat]
+    kept = {(i, j) for _, i, j in ranking.pack_to_budget(flat, sizes, max_tokens)}
+    return [[pair for j, pair in enumerate(group) if (i, j) in kept] for i, group in enumerate(hits)]
+
+
+# -- plans for the wire requests --------------------------------------------------------------
+
+
+def _threshold(core: Core, org_id: str, requested: float | None) -> float:
+    if requested is not None:
+        return requested
+    configured = core.org_config(org_id).search_threshold
+    return DEFAULT_THRESHOLD if configured is None else configured
+
+
+def _approvals(statuses: Sequence[PlaybookStatus] | PlaybookStatus | None) -> tuple[Approval, ...]:
+    """Approval filter for agent playbooks: default approved + pending; rejected never served."""
+    if statuses is None or (not isinstance(statuses, str) and not statuses):
+        return (Approval.APPROVED, Approval.PENDING)
+    chosen = [statuses] if isinstance(statuses, str) else list(statuses)
+    return tuple(
+        Approval(PlaybookStatus(s).value) for s in chosen if PlaybookStatus(s) is not PlaybookStatus.REJECTED
+    )
+
+
+def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, LearningFilter]]:
+    """One filter per requested kind (profiles need a user; rejected rules are never served)."""
+    wanted: list[str] = list(req.entity_types or _KIND_OF_ENTITY)
+    tags = tuple(req.tags) if req.tags else None
+    current = (LearningStatus.CURRENT,)
+    out: list[tuple[str, LearningFilter]] = []
+    if "profiles" in wanted and req.user_id:
+        out.append(
+            (
+                "profiles",
+                LearningFilter(
+                    kinds=(LearningKind.PROFILE,),
+                    user_id=req.user_id,
+                    statuses=current,
+                    source=req.source or None,
+                    tags=tags,
+                    active_at=at,
+                ),
+            )
+        )
+    if "user_playbooks" in wanted:
+        out.append(
+            (
+                "user_playbooks",
+                LearningFilter(
+                    kinds=(LearningKind.USER_PLAYBOOK,),
+                    user_id=req.user_id or None,
+                    agent_version=req.agent_version or None,
+                    playbook_name=req.playbook_name or None,
+                    statuses=current,
+                    source=req.source or None,
+                    tags=tags,
+                ),
+            )
+        )
+    if "agent_playbooks" in wanted:
+        approvals = _approvals(req.agent_playbook_status_filter)
+        if approvals:
+            out.append(
+                (
+                    "agent_playbooks",
+                    LearningFilter(
+                        kinds=(LearningKind.AGENT_PLAYBOOK,),
+                        agent_version=req.agent_version or None,
+                        playbook_name=req.playbook_name or None,
+                        statuses=current,
+                        approvals=approvals,
+                        tags=tags,
+                    ),
+                )
+            )
+    return out
+
+
+def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
+    """Unified search: the few learnings that matter for this query, per kind, scored."""
+    named = unified_filters(req, int(now()))
+    exclude: frozenset[tuple[str, str]] = frozenset()
+    if req.session_id and not req.include_already_served:
+        exclude = frozenset(core.storage.list_exposures(org_id, req.session_id))
+    plan = Plan(
+        text=req.query,
+        filters=tuple(f for _, f in named),
+        top_k=req.top_k or 5,
+        threshold=_threshold(core, org_id, req.threshold),
+        mode=SearchMode(req.search_mode),
+        exclude=exclude,
+        max_tokens=req.max_tokens,
+    )
+    ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
+    out = UnifiedSearchViewResponse(
+        success=True, degraded=ranked.degraded, search_mode_effective=ranked.mode_effective.value
+    )
+    for (entity, _), hits in zip(named, ranked.hits, strict=True):
+        if entity == "profiles":
+            out.profiles = [views.profile_view(row, s) for row, s in hits]
+        elif entity == "user_playbooks":
+            out.user_playbooks = [views.user_playbook_view(row, s) for row, s in hits]
+        else:
+            out.agent_playbooks = [views.agent_playbook_view(row, s) for row, s in hits]
+    if req.session_id:
+        served = [(row.kind.value, row.wire_id) for hits in ranked.hits for row, _ in hits]
+        core.storage.add_exposures(org_id, req.session_id, served)
+    return out
+
+
+def _run_single(
+    core: Core,
+    org_id: str,
+    f: LearningFilter,
+    text: str | None,
+    top_k: int,
+    threshold: float | None,
+    mode: SearchMode,
+) -> list[tuple[Learning, float]]:
+    """A one-kind search; without a query it lists the newest matching rows, unscored."""
+    if not text or not text.strip():
+        return [(row, 0.0) for row in core.storage.list_learnings(org_id, f, limit=top_k)]
+    plan = Plan(
+        text=text, filters=(f,), top_k=top_k, threshold=_threshold(core, org_id, threshold), mode=mode
+    )
+    return rank(core, org_id, plan).hits[0]
+
+
+def search_profiles(core: Core, org_id: str, req: SearchUserProfileRequest) -> SearchProfilesViewResponse:
+    """Search one user's current, unexpired profiles."""
+    f = LearningFilter(
+        kinds=(LearningKind.PROFILE,),
+        user_id=req.user_id,
+        statuses=(LearningStatus.CURRENT,),
+        source=req.source or None,
+        tags=tuple(req.tags) if req.tags else None,
+        request_id=req.generated_from_request_id or None,
+        updated_after=views.epoch(req.start_time),
+        updated_before=views.epoch(req.end_time),
+        active_at=int(now()),
+    )
+    hits = _run_single(
+        core, org_id, f, req.query, req.top_k or 10, req.threshold, SearchMode(req.search_mode)
+    )
+    if req.custom_feature:
+        hits = [(r, s) for r, s in hits if req.custom_feature in str(r.custom_features or {})]
+    return SearchProfilesViewResponse(success=True, user_profiles=[views.profile_view(r, s) for r, s in hits])
+
+
+def search_user_playbooks(
+    core: Core, org_id: str, req: SearchUserPlaybookRequest
+) -> SearchUserPlaybooksViewResponse:
+    """Search user playbooks (current ones unless a status filter says otherwise)."""
+    f = LearningFilter(
+        kinds=(LearningKind.USER_PLAYBOOK,),
+        user_id=req.user_id or None,
+        agent_version=req.agent_version or None,
+        playbook_name=req.playbook_name or None,
+        statuses=views.learning_statuses(req.status_filter) or (LearningStatus.CURRENT,),
+        source=req.source or None,
+        tags=tuple(req.tags) if req.tags else None,
+        created_after=views.epoch(req.start_time),
+        created_before=views.epoch(req.end_time),
+    )
+    hits = _run_single(
+        core, org_id, f, req.query, req.top_k or 10, req.threshold, SearchMode(req.search_mode)
+    )
+    return SearchUserPlaybooksViewResponse(
+        success=True, user_playbooks=[views.user_playbook_view(r, s) for r, s in hits]
+    )
+
+
+def search_agent_playbooks(
+    core: Core, org_id: str, req: SearchAgentPlaybookRequest
+) -> SearchAgentPlaybooksViewResponse:
+    """Search agent playbooks (approved and pending unless asked otherwise; never rejected)."""
+    f = LearningFilter(
+        kinds=(LearningKind.AGENT_PLAYBOOK,),
+        agent_version=req.agent_version or None,
+        playbook_name=req.playbook_name or None,
+        statuses=views.learning_statuses(req.status_filter) or (LearningStatus.CURRENT,),
+        approvals=_approvals(req.playbook_status_filter),
+        tags=tuple(req.tags) if req.tags else None,
+        created_after=views.epoch(req.start_time),
+        created_before=views.epoch(req.end_time),
+    )
+    hits = _run_single(
+        core, org_id, f, req.query, req.top_k or 10, req.threshold, SearchMode(req.search_mode)
+    )
+    return SearchAgentPlaybooksViewResponse(
+        success=True, agent_playbooks=[views.agent_playbook_view(r, s) for r, s in hits]
+    )
