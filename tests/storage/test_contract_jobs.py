@@ -120,3 +120,27 @@ def test_jobs_are_listed_per_org_and_request(storage: Storage) -> None:
     storage.enqueue_jobs([Job(org_id="o2", task="extract", key="a", request_id="r1")])
     assert [j.key for j in storage.list_jobs("o1", request_id="r1")] == ["a"]
     assert len(storage.list_jobs("o2")) == 1
+
+
+def test_expedite_makes_a_queued_timer_due_now(storage: Storage) -> None:
+    storage.enqueue_jobs([job(task="idle", key="s1", run_at=time.time() + 600)], debounce=True)
+    assert not storage.expedite_job("o1", "idle", "nope")
+    assert not storage.expedite_job("o2", "idle", "s1")
+    assert storage.expedite_job("o1", "idle", "s1")
+    (due,) = storage.claim_jobs("w", limit=5, lease_seconds=30)
+    assert due.key == "s1"
+    assert [j.key for j in storage.list_jobs("o1", key="s1")] == ["s1"]
+
+
+def test_jobs_sharing_a_key_never_run_at_the_same_time(storage: Storage) -> None:
+    first = storage.enqueue_jobs([job()])[0]
+    (running,) = storage.claim_jobs("w1", limit=5, lease_seconds=0.2)
+    second = storage.enqueue_jobs([job()])[0]
+    assert second.id != first.id
+    assert storage.claim_jobs("w2", limit=5, lease_seconds=30) == []
+    time.sleep(0.3)  # the first worker died: its job is reclaimed, the twin still waits
+    (reclaimed,) = storage.claim_jobs("w2", limit=5, lease_seconds=30)
+    assert reclaimed.id == running.id
+    assert storage.finish_job(reclaimed.id, "w2")
+    (next_up,) = storage.claim_jobs("w3", limit=5, lease_seconds=30)
+    assert next_up.id == second.id

@@ -300,9 +300,14 @@ class Storage(Protocol):
         statuses: Sequence[JobStatus] | None = None,
         request_id: str | None = None,
         task: str | None = None,
+        key: str | None = None,
         limit: int = 100,
     ) -> list[Job]:
         """Jobs of an org, newest first."""
+        ...
+
+    def expedite_job(self, org_id: str, task: str, key: str) -> bool:
+        """Make the queued job with this key due now; False when there is none."""
         ...
 
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:

@@ -209,10 +209,15 @@ def debounced(existing: Job, newer: Job, t: float) -> Job:
     )
 
 
-def claimable(job: Job, t: float) -> bool:
-    """Due and queued, or running under a lease that has expired."""
+def claimable(job: Job, t: float, running_keys: set[tuple[str, str, str]]) -> bool:
+    """Due and queued with no job of its key running, or running under an expired lease.
+
+    Jobs sharing a key (one user's extraction) never run concurrently, so a queued job waits
+    while its key's running job (even one whose lease expired, which is reclaimed) exists.
+    """
     if job.status is JobStatus.QUEUED:
-        return job.run_at <= t
+        blocked = job.key is not None and (job.org_id, job.task, job.key) in running_keys
+        return job.run_at <= t and not blocked
     return job.status is JobStatus.RUNNING and (job.lease_expires_at or 0) < t
 
 

@@ -12,7 +12,7 @@ import copy
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reflexio import search
@@ -504,11 +504,16 @@ class MemoryStorage:
     ) -> list[Job]:
         with self._lock:
             t = now()
+            running = {
+                (j.org_id, j.task, j.key)
+                for j in self._state.jobs.values()
+                if j.status is JobStatus.RUNNING and j.key is not None
+            }
             due = sorted(
                 (
                     j
                     for j in self._state.jobs.values()
-                    if common.claimable(j, t) and (tasks is None or j.task in tasks)
+                    if common.claimable(j, t, running) and (tasks is None or j.task in tasks)
                 ),
                 key=lambda j: (j.run_at, j.id),
             )[:limit]
@@ -590,6 +595,7 @@ class MemoryStorage:
         statuses: Sequence[JobStatus] | None = None,
         request_id: str | None = None,
         task: str | None = None,
+        key: str | None = None,
         limit: int = 100,
     ) -> list[Job]:
         with self._lock:
@@ -600,8 +606,18 @@ class MemoryStorage:
                 and (statuses is None or j.status in statuses)
                 and (request_id is None or j.request_id == request_id)
                 and (task is None or j.task == task)
+                and (key is None or j.key == key)
             ]
         return [copy.copy(j) for j in sorted(rows, key=lambda j: j.id, reverse=True)[:limit]]
+
+    def expedite_job(self, org_id: str, task: str, key: str) -> bool:
+        with self._lock:
+            for job in self._state.jobs.values():
+                if (job.org_id, job.task, job.key, job.status) == (org_id, task, key, JobStatus.QUEUED):
+                    t = now()
+                    self._state.jobs[job.id] = replace(job, run_at=min(job.run_at, t), updated_at=t)
+                    return True
+            return False
 
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
         with self._lock:

@@ -656,13 +656,14 @@ class SqliteStorage:
         with self._write() as conn:
             t = now()
             conn.execute(_Q["bury_exhausted_jobs"], {"error": common.LEASE_EXPIRED, "now": t})
-            task_sql = f"AND task IN ({SQLITE.params(len(tasks))})" if tasks else ""
+            task_sql = f"AND j.task IN ({SQLITE.params(len(tasks))})" if tasks else ""
             found = conn.execute(
                 "UPDATE jobs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
                 "attempts = attempts + 1, updated_at = ? WHERE id IN ("
-                "SELECT id FROM jobs WHERE ((status = 'queued' AND run_at <= ?) "
-                f"OR (status = 'running' AND lease_expires_at < ?)) {task_sql} "
-                "ORDER BY run_at, id LIMIT ?) RETURNING *",
+                "SELECT id FROM jobs j WHERE ((j.status = 'queued' AND j.run_at <= ? AND NOT EXISTS ("
+                "SELECT 1 FROM jobs r WHERE r.org_id = j.org_id AND r.task = j.task AND r.key = j.key "
+                "AND r.status = 'running')) OR (j.status = 'running' AND j.lease_expires_at < ?)) "
+                f"{task_sql} ORDER BY j.run_at, j.id LIMIT ?) RETURNING *",
                 [worker, t + lease_seconds, t, t, t, *(tasks or []), limit],
             )
             return sorted((rows.job_from(r) for r in found), key=lambda j: (j.run_at, j.id))
@@ -740,6 +741,7 @@ class SqliteStorage:
         statuses: Sequence[JobStatus] | None = None,
         request_id: str | None = None,
         task: str | None = None,
+        key: str | None = None,
         limit: int = 100,
     ) -> list[Job]:
         clauses = ["org_id = ?"]
@@ -747,7 +749,7 @@ class SqliteStorage:
         if statuses is not None:
             clauses.append(f"status IN ({SQLITE.params(len(statuses))})" if statuses else "FALSE")
             params.extend(s.value for s in statuses)
-        for column, value in (("request_id", request_id), ("task", task)):
+        for column, value in (("request_id", request_id), ("task", task), ("key", key)):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
@@ -756,6 +758,16 @@ class SqliteStorage:
             [*params, limit],
         )
         return [rows.job_from(r) for r in found]
+
+    def expedite_job(self, org_id: str, task: str, key: str) -> bool:
+        with self._write() as conn:
+            t = now()
+            return (
+                conn.execute(
+                    _Q["expedite_job"], {"org_id": org_id, "task": task, "key": key, "now": t}
+                ).rowcount
+                > 0
+            )
 
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
         with self._write() as conn:

@@ -202,8 +202,11 @@ CREATE TABLE jobs (
     updated_at       double precision NOT NULL,
     finished_at      double precision
 );
--- At most one queued job per key: the dedupe and debounce guarantee (ON CONFLICT target).
+-- At most one queued job per key (the dedupe and debounce guarantee, and the ON CONFLICT
+-- target) and at most one running job per key (jobs sharing a key, e.g. one user's
+-- extraction, never run concurrently).
 CREATE UNIQUE INDEX jobs_queued_key ON jobs (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued';
+CREATE UNIQUE INDEX jobs_running_key ON jobs (org_id, task, key) WHERE key IS NOT NULL AND status = 'running';
 CREATE INDEX jobs_due ON jobs (status, run_at);
 CREATE INDEX jobs_org ON jobs (org_id, status, id);
 CREATE INDEX jobs_request ON jobs (org_id, request_id);

@@ -174,3 +174,7 @@ VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
 
 -- name: list_exposures
 SELECT kind, learning_id FROM session_exposures WHERE org_id = ? AND session_id = ?
+
+-- name: expedite_job
+UPDATE jobs SET run_at = min(run_at, :now), updated_at = :now
+WHERE org_id = :org_id AND task = :task AND key = :key AND status = 'queued'

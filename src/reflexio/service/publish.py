@@ -1,0 +1,272 @@
+"""Publishing: store what happened and schedule learning, atomically and idempotently.
+
+A publish writes the request, its interactions and the follow-up jobs in one transaction, and
+returns as soon as that commits; learning runs later in job workers. The caller's
+``request_id`` is the idempotency key: the same payload again returns the first result and
+stores nothing new, a different payload under the same id is a conflict.
+
+Learning status is derived from durable state, not from in-process bookkeeping: a request is
+"done" when every extractor's bookmark has passed its last interaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass
+
+from reflexio.errors import ConflictError, NotFoundError
+from reflexio.models import (
+    DEFAULT_AGENT_VERSION,
+    FinalizeSessionRequest,
+    FinalizeSessionResponse,
+    LearningStatusResponse,
+    PublishUserInteractionRequest,
+    PublishUserInteractionResponse,
+)
+from reflexio.models.org_config import Config
+from reflexio.service import views
+from reflexio.service.core import Core
+from reflexio.storage.filters import InteractionFilter
+from reflexio.storage.records import Job, JobStatus, RequestRecord, now
+
+__all__ = [
+    "EVALUATE_SESSION",
+    "EXTRACT",
+    "extractors_of",
+    "finalize_session",
+    "learning_status",
+    "publish",
+    "wait_for_learning",
+]
+
+#: Job task names (the handlers live in reflexio.learn / reflexio.jobs).
+EXTRACT = "extract"
+EVALUATE_SESSION = "evaluate_session"
+
+
+@dataclass(frozen=True, slots=True)
+class Extractor:
+    """One learning extractor enabled for an org ("profile" or "playbook")."""
+
+    name: str
+    sources: tuple[str, ...] | None
+
+
+def extractors_of(config: Config) -> list[Extractor]:
+    """The extractors an org's config enables, with their source allow-lists."""
+    out = []
+    if config.profile_extractor_config is not None:
+        sources = config.profile_extractor_config.request_sources_enabled
+        out.append(Extractor("profile", tuple(sources) if sources else None))
+    if config.user_playbook_extractor_config is not None:
+        sources = config.user_playbook_extractor_config.request_sources_enabled
+        out.append(Extractor("playbook", tuple(sources) if sources else None))
+    return out
+
+
+def extraction_key(user_id: str, extractor: str) -> str:
+    """Dedupe key: at most one queued extraction per (org, user, extractor)."""
+    return f"{extractor}:{user_id}"
+
+
+def payload_hash(req: PublishUserInteractionRequest) -> str:
+    """Fingerprint of what the caller sent (defaults it did not send are left out)."""
+    body = req.model_dump(mode="json", exclude_unset=True, exclude={"request_id"})
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def publish(
+    core: Core, org_id: str, req: PublishUserInteractionRequest, *, flush: bool = False
+) -> PublishUserInteractionResponse:
+    """Store a request and enqueue its learning jobs in one transaction.
+
+    Args:
+        core: The process core.
+        org_id: The caller's org.
+        req: The publish request.
+        flush: Learn from every turn now, even a tail shorter than a stride (the caller
+            waits for learning, or says the session is finished).
+
+    Raises:
+        ConflictError: ``request_id`` was already used with a different payload.
+    """
+    request_id = req.request_id or uuid.uuid4().hex
+    digest = payload_hash(req)
+    existing = core.storage.get_request(org_id, request_id)
+    if existing is not None:
+        return _replayed(core, org_id, existing, digest, req)
+    config = core.org_config(org_id)
+    record = RequestRecord(
+        org_id=org_id,
+        request_id=request_id,
+        user_id=req.user_id,
+        session_id=req.session_id,
+        source=req.source or "",
+        agent_version=req.agent_version or DEFAULT_AGENT_VERSION,
+        created_at=min((i.created_at for i in req.interaction_data_list), default=int(now())),
+        payload_hash=digest,
+    )
+    turns = [
+        views.interaction_record(org_id, request_id, req.user_id, req.session_id, item)
+        for item in req.interaction_data_list
+    ]
+    try:
+        flush = flush or req.session_finished or req.force_extraction
+        with core.storage.transaction() as tx:
+            tx.insert_request(record, turns)
+            tx.enqueue_jobs(_extraction_jobs(config, record, req, flush), debounce=flush)
+            idle = _idle_job(config, record)
+            if req.session_finished:
+                idle.run_at = now()
+            tx.enqueue_jobs([idle], debounce=True)
+            if req.session_finished:
+                tx.expedite_job(org_id, EVALUATE_SESSION, idle.key or "")
+    except ConflictError:  # a concurrent retry won the race: answer as a replay
+        stored = core.storage.get_request(org_id, request_id)
+        if stored is None:
+            raise
+        return _replayed(core, org_id, stored, digest, req)
+    return _response(core, record, req.payload_warnings(), "Interaction stored; learning is scheduled")
+
+
+def _extraction_jobs(
+    config: Config, record: RequestRecord, req: PublishUserInteractionRequest, flush: bool
+) -> list[Job]:
+    if req.evaluation_only:
+        return []
+    return [
+        extraction_job(
+            record.org_id, record.user_id, extractor.name, flush=flush, request_id=record.request_id
+        )
+        for extractor in extractors_of(config)
+        if extractor.sources is None or record.source in extractor.sources
+    ]
+
+
+def extraction_job(
+    org_id: str, user_id: str, extractor: str, *, flush: bool, request_id: str | None = None
+) -> Job:
+    """The (deduplicated) job that learns from a user's new turns with one extractor."""
+    return Job(
+        org_id=org_id,
+        task=EXTRACT,
+        key=extraction_key(user_id, extractor),
+        payload={"user_id": user_id, "extractor": extractor, "flush": flush},
+        request_id=request_id,
+    )
+
+
+def _idle_job(config: Config, record: RequestRecord) -> Job:
+    """The session-idle evaluation: a debounced timer that each publish pushes back."""
+    return Job(
+        org_id=record.org_id,
+        task=EVALUATE_SESSION,
+        key=f"{record.user_id}:{record.session_id}",
+        payload={
+            "user_id": record.user_id,
+            "session_id": record.session_id,
+            "agent_version": record.agent_version,
+        },
+        run_at=now() + config.session_idle_seconds,
+        request_id=record.request_id,
+    )
+
+
+def _replayed(
+    core: Core, org_id: str, existing: RequestRecord, digest: str, req: PublishUserInteractionRequest
+) -> PublishUserInteractionResponse:
+    if existing.payload_hash != digest:
+        raise ConflictError(
+            f"request_id {existing.request_id!r} was already published with a different payload",
+            details={"request_id": existing.request_id},
+        )
+    return _response(
+        core, existing, req.payload_warnings(), "Request already stored; nothing new was written"
+    )
+
+
+def _response(
+    core: Core, record: RequestRecord, warnings: list[str], message: str
+) -> PublishUserInteractionResponse:
+    status = learning_status(core, record.org_id, record.request_id)
+    return PublishUserInteractionResponse(
+        success=True,
+        message=message,
+        warnings=warnings,
+        request_id=record.request_id,
+        storage_type=core.storage.backend,
+        learning_status="done" if status.status == "done" else "deferred",
+        learning_reason=status.reason,
+    )
+
+
+def learning_status(core: Core, org_id: str, request_id: str) -> LearningStatusResponse:
+    """Where learning from a request stands, from bookmarks and jobs.
+
+    "done" when every enabled extractor's bookmark covers the request's last interaction;
+    otherwise the state of that user's extraction job (running → processing, queued →
+    pending, only dead ones left → failed).
+    """
+    record = core.storage.get_request(org_id, request_id)
+    if record is None:
+        raise NotFoundError(f"request {request_id!r} not found")
+    turns = core.storage.list_interactions(org_id, InteractionFilter(request_ids=(request_id,)))
+    last_id = max((t.id for t in turns), default=0)
+    pending = [
+        e.name
+        for e in extractors_of(core.org_config(org_id))
+        if (bm := core.storage.get_bookmark(org_id, record.user_id, e.name)) is None
+        or bm.last_interaction_id < last_id
+    ]
+    if not pending:
+        return LearningStatusResponse(status="done")
+    jobs = [
+        job
+        for name in pending
+        for job in core.storage.list_jobs(
+            org_id, task=EXTRACT, key=extraction_key(record.user_id, name), limit=20
+        )
+    ]
+    return _status_from_jobs(jobs, pending)
+
+
+def _status_from_jobs(jobs: list[Job], pending: list[str]) -> LearningStatusResponse:
+    relevant = [j for j in jobs if j.payload.get("extractor") in pending]
+    states = {j.status for j in relevant}
+    if JobStatus.RUNNING in states:
+        return LearningStatusResponse(status="processing")
+    if JobStatus.QUEUED in states:
+        return LearningStatusResponse(status="pending")
+    dead = [j for j in relevant if j.status is JobStatus.DEAD]
+    if dead:
+        return LearningStatusResponse(status="failed", reason=dead[0].last_error)
+    return LearningStatusResponse(
+        status="pending", reason="waiting for more turns (a full stride) or for the session to end"
+    )
+
+
+def wait_for_learning(
+    core: Core, org_id: str, request_id: str, deadline_seconds: float
+) -> LearningStatusResponse:
+    """Poll a request's learning status until it settles or the deadline passes."""
+    until = time.monotonic() + deadline_seconds
+    while True:
+        status = learning_status(core, org_id, request_id)
+        if status.status in {"done", "failed"} or time.monotonic() >= until:
+            return status
+        time.sleep(0.05)
+
+
+def finalize_session(core: Core, org_id: str, req: FinalizeSessionRequest) -> FinalizeSessionResponse:
+    """A session ended: learn from its remaining turns now and evaluate it without waiting."""
+    config = core.org_config(org_id)
+    with core.storage.transaction() as tx:
+        flushes = [extraction_job(org_id, req.user_id, e.name, flush=True) for e in extractors_of(config)]
+        tx.enqueue_jobs(flushes, debounce=True)
+        moved = tx.expedite_job(org_id, EVALUATE_SESSION, f"{req.user_id}:{req.session_id}")
+    message = "learning and evaluation scheduled now" if moved else "learning scheduled now"
+    return FinalizeSessionResponse(success=True, accepted=True, message=message)

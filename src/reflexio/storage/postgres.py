@@ -1,0 +1,1028 @@
+"""PostgreSQL storage: the server backend, for deployments that run several API processes.
+
+Why it is built this way:
+
+* **Stateless processes.** Learning search runs in SQL, not in an in-process index as on
+  SQLite, so any process can serve any org without warming or invalidating a cache. Each
+  filter of a ``CandidateQuery`` is one statement: the full-text arm (a generated ``tsvector``
+  column, GIN index) and the vector arm (pgvector) each rank their own top rows of the
+  *filtered* scope, and the outer query scores every row of the union on both arms, so fusion
+  never has to guess a missing score.
+* **Scores on the same footing as the other backends.** ``fts_score`` is ``ts_rank`` of an OR
+  query: the mean over the query's distinct lexemes of a term-frequency saturation that tops
+  out at the lexeme weight (0.1 for our unweighted text; one occurrence gives 0.061).
+  ``fts_norm`` is that rank over 0.1, the share of what the query could reach, as the BM25
+  backends divide by the query's BM25 ceiling (there is no IDF: PostgreSQL keeps no corpus
+  statistics). ``vector_score`` is the inner product, which is the cosine for the unit vectors
+  every ``Embedder`` returns, equals what the memory and SQLite backends compute, and is 0
+  rather than NaN for the zero vector a text of only stop words embeds to.
+* **Vector index by dimension, only when it pays.** The column has no fixed dimension; a
+  partial HNSW expression index per dimension (``learnings_hnsw_<dim>``) serves broad scopes
+  and the btree scope indexes plus an exact sort serve narrow ones; the planner picks. The
+  vector arm filters on the dimension as a literal so the partial index matches. Keeping an
+  HNSW graph current costs about 1 ms per inserted row (a 20k-row bulk save: 19 s instead of
+  0.7 s), which buys nothing below ~10k rows, so by default the index is built on open once
+  the table holds ``hnsw_min_rows`` vectors of the embedder's dimension.
+* **One connection per transaction.** Calls borrow from a ``psycopg_pool`` pool.
+  ``transaction()`` binds one connection to the yielded view and to the calling thread, so
+  every call inside the block, nested ones included, runs on it; each call inside a
+  transaction runs in a savepoint, so a caught error (a duplicate request id) leaves the
+  transaction usable, as on SQLite.
+* **Learning writes serialised per org.** Each one first bumps ``org_state``; the row lock is
+  held to commit, so sequence order is commit order and ``learning_changes`` could feed a
+  cache later, and the schema stays parallel to SQLite's.
+* **Bulk saves by binary COPY**, with ids taken from the identity sequence beforehand.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from copy import copy
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import numpy as np
+import psycopg
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+from psycopg.rows import DictRow, dict_row
+from psycopg.types import TypeInfo
+from psycopg_pool import ConnectionPool
+
+from reflexio import search
+from reflexio.embed import Embedder
+from reflexio.errors import ConflictError, NotFoundError, StorageError, ValidationError
+from reflexio.storage import common, rows
+from reflexio.storage.filters import (
+    Candidate,
+    CandidateQuery,
+    InteractionFilter,
+    LearningFilter,
+    RequestFilter,
+    SearchMode,
+)
+from reflexio.storage.records import (
+    ApiKeyRecord,
+    Audit,
+    Bookmark,
+    EvaluationRecord,
+    InteractionRecord,
+    Job,
+    JobStatus,
+    Learning,
+    LearningEvent,
+    RequestRecord,
+    Vector,
+    now,
+)
+from reflexio.storage.sql import (
+    POSTGRES,
+    migrations,
+    queries,
+    where_interactions,
+    where_learnings,
+    where_requests,
+)
+
+__all__ = ["PostgresStorage"]
+
+Conn = psycopg.Connection[DictRow]
+
+_Q = queries("postgres")
+#: Keep this many sequence numbers of change log per org before pruning older entries.
+_CHANGE_LOG_KEEP: Final = 200_000
+#: First key of the advisory lock migrations take (the second is the schema's hash).
+_LOCK_NAMESPACE: Final = 0x52464C58
+#: ``ts_rank``'s ceiling for lexemes without a weight label (weight D = 0.1).
+_TS_RANK_CEILING: Final = 0.1
+#: pgvector limits: a ``vector`` has at most 16000 dimensions, an HNSW index 2000.
+_MAX_DIM: Final = 16_000
+_HNSW_MAX_DIM: Final = 2_000
+
+_REQUEST_COLUMNS: Final = (
+    "org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash"
+)
+_INTERACTION_COLUMNS: Final = (
+    "id, org_id, request_id, user_id, session_id, role, content, shadow_content, "
+    "expert_content, user_action, user_action_description, interacted_image_url, "
+    "image_encoding, tools_used, citations, retrieved_learnings, created_at"
+)
+# Binary COPY needs every column's type. Keys are fixed column names (never input) and
+# match the keys of rows.learning_params / rows.event_params.
+_LEARNING_COPY: Final = {
+    "id": "int8", "org_id": "text", "kind": "text", "profile_id": "text", "user_id": "text",
+    "agent_version": "text", "playbook_name": "text", "content": "text", "trigger": "text",
+    "rationale": "text", "pitfall": "text", "blocking_issue": "jsonb", "status": "text",
+    "approval": "text", "source": "text", "tags": "text[]", "custom_features": "jsonb",
+    "extractor_names": "jsonb", "ttl": "text", "expires_at": "int8", "request_id": "text",
+    "source_interaction_ids": "jsonb", "superseded_by": "int8", "metadata": "text",
+    "created_at": "int8", "updated_at": "int8", "embedding": "vector", "embed_model": "text",
+    "text_hash": "text", "seq": "int8",
+}  # fmt: skip
+_EVENT_COPY: Final = {
+    "org_id": "text", "learning_id": "int8", "kind": "text", "user_id": "text",
+    "event": "text", "actor": "text", "reason": "text", "request_id": "text", "job_id": "int8",
+    "before": "jsonb", "after": "jsonb", "created_at": "float8",
+}  # fmt: skip
+
+
+# -- adapters -------------------------------------------------------------------------------------
+class _VectorBinaryLoader(Loader):
+    """pgvector's binary format (uint16 dim, uint16 unused, big-endian float4s) to numpy."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> Vector:
+        return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
+class _VectorTextLoader(Loader):
+    """pgvector's text format (``[1,2,3]``) to numpy."""
+
+    def load(self, data: Buffer) -> Vector:
+        return np.array(bytes(data)[1:-1].split(b","), dtype=np.float32)
+
+
+class _JsonTextDumper(Dumper):
+    """jsonb for binary COPY from the JSON text ``rows`` produces (version byte + text)."""
+
+    format = Format.BINARY
+    oid = psycopg.postgres.types["jsonb"].oid
+
+    def dump(self, obj: Any) -> Buffer | None:
+        return b"\x01" + str(obj).encode()
+
+
+@dataclass
+class _Tx:
+    """A borrowed connection inside an open transaction."""
+
+    conn: Conn
+    open: bool = True
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Connection-level failures surface as ``StorageError`` (the API maps it once)."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise StorageError(f"PostgreSQL failed: {exc}") from exc
+
+
+class PostgresStorage:
+    """The ``Storage`` protocol over PostgreSQL with pgvector.
+
+    Args:
+        url: A libpq URL (``postgresql://user:password@host:5432/db``).
+        embedder: Makes and names the vectors stored with learnings.
+        pool_size: Most connections this process holds.
+        hnsw_min_rows: Build the HNSW index on open once this many vectors of the embedder's
+            dimension are stored; 0 builds it at once, None never.
+    """
+
+    backend = "postgres"
+
+    def __init__(
+        self,
+        url: str,
+        embedder: Embedder,
+        *,
+        pool_size: int = 10,
+        hnsw_min_rows: int | None = 10_000,
+    ) -> None:
+        self.url = url
+        self.embedder = embedder
+        self._local = threading.local()
+        self._tx: _Tx | None = None
+        with _errors():
+            self._vector_type, self._iterative_scan = self._migrate(hnsw_min_rows)
+            self._pool: ConnectionPool[Conn] = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=pool_size,
+                kwargs={"autocommit": True, "row_factory": dict_row},
+                configure=self._configure,
+                check=ConnectionPool.check_connection,
+                open=False,
+                name="reflexio",
+            )
+            self._pool.open(wait=True, timeout=30.0)
+
+    # -- connections and transactions ---------------------------------------------------------
+    def _migrate(self, hnsw_min_rows: int | None) -> tuple[TypeInfo, bool]:
+        """Apply missing migrations under an advisory lock (several processes may open at once)."""
+        with psycopg.connect(self.url, autocommit=True, row_factory=dict_row, connect_timeout=10) as conn:
+            with conn.transaction():
+                conn.execute(_Q["migration_lock"], {"namespace": _LOCK_NAMESPACE})
+                version = _ensure_vector(conn)
+                conn.execute(_Q["create_migrations"])
+                done = {r["version"] for r in conn.execute(_Q["applied_migrations"])}
+                for number, script in migrations("postgres"):
+                    if number not in done:
+                        conn.execute(script.encode())
+                        conn.execute(_Q["record_migration"], {"version": number})
+                _ensure_hnsw(conn, self.embedder.dim, hnsw_min_rows)
+            info = TypeInfo.fetch(conn, "vector")
+        if info is None:
+            raise StorageError("the pgvector type 'vector' is not on the search_path")
+        return info, version >= (0, 8)
+
+    def _configure(self, conn: Conn) -> None:
+        """Per new pooled connection: numpy vectors in and out, filtered HNSW scans."""
+        register_vector_info(conn, self._vector_type)
+        conn.adapters.register_loader(self._vector_type.oid, _VectorTextLoader)
+        conn.adapters.register_loader(self._vector_type.oid, _VectorBinaryLoader)
+        if self._iterative_scan:
+            # Without it a filtered HNSW scan stops after ef_search rows and can come back
+            # short; relaxed order is fine because the arm re-sorts what it gets.
+            conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    def _current(self) -> _Tx | None:
+        tx = self._tx if self._tx is not None and self._tx.open else None
+        tx = tx or getattr(self._local, "tx", None)
+        return tx if tx is not None and tx.open else None
+
+    @contextmanager
+    def _read(self) -> Iterator[Conn]:
+        tx = self._current()
+        with _errors():
+            if tx is not None:
+                yield tx.conn
+                return
+            with self._pool.connection() as conn:
+                yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Conn]:
+        """A transaction: a savepoint inside an open one, else a borrowed connection."""
+        tx = self._current()
+        with _errors():
+            if tx is not None:
+                with tx.conn.transaction():
+                    yield tx.conn
+                return
+            with self._pool.connection() as conn, conn.transaction():
+                tx = self._local.tx = _Tx(conn)
+                try:
+                    yield conn
+                finally:
+                    tx.open = False
+                    self._local.tx = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresStorage]:
+        """A transaction on one connection; calls on the yielded view (from any thread) or
+        on this storage from this thread join it."""
+        with self._write():
+            tx = self._current()
+            assert tx is not None
+            if self._tx is tx:
+                yield self
+                return
+            view = copy(self)
+            view._tx = tx
+            yield view
+
+    def ping(self) -> None:
+        try:
+            with self._read() as conn:
+                conn.execute("SELECT 1").fetchone()
+        except (psycopg.Error, StorageError) as exc:
+            raise StorageError(f"PostgreSQL is not answering: {exc}") from exc
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- log ----------------------------------------------------------------------------------
+    def insert_request(
+        self, request: RequestRecord, interactions: Sequence[InteractionRecord]
+    ) -> list[InteractionRecord]:
+        with self._write() as conn:
+            try:
+                conn.execute(_Q["insert_request"], _request_params(request))
+            except psycopg.errors.UniqueViolation as exc:
+                raise ConflictError(f"request {request.request_id!r} already exists") from exc
+            params = [rows.interaction_params(r) for r in interactions]
+            ids = _insert_returning_ids(conn, _Q["insert_interaction"], params)
+        return [replace(r, id=i) for r, i in zip(interactions, ids, strict=True)]
+
+    def get_request(self, org_id: str, request_id: str) -> RequestRecord | None:
+        params = {"org_id": org_id, "request_id": request_id}
+        with self._read() as conn:
+            r = conn.execute(_Q["get_request"], params).fetchone()
+        return rows.request_from(r) if r else None
+
+    def list_requests(
+        self, org_id: str, where: RequestFilter, *, limit: int, offset: int = 0
+    ) -> list[RequestRecord]:
+        sql, params = where_requests(where, POSTGRES)
+        with self._read() as conn:
+            found = conn.execute(
+                f"SELECT {_REQUEST_COLUMNS} FROM requests WHERE org_id = %s AND {sql} "
+                'ORDER BY created_at DESC, request_id COLLATE "C" DESC LIMIT %s OFFSET %s',
+                [org_id, *params, limit, offset],
+            ).fetchall()
+        return [rows.request_from(r) for r in found]
+
+    def list_interactions(
+        self,
+        org_id: str,
+        where: InteractionFilter,
+        *,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[InteractionRecord]:
+        sql, params = where_interactions(where, POSTGRES)
+        order = "DESC" if newest_first else "ASC"
+        with self._read() as conn:
+            found = conn.execute(
+                f"SELECT {_INTERACTION_COLUMNS} FROM interactions WHERE org_id = %s AND {sql} "
+                f"ORDER BY id {order} LIMIT %s",
+                [org_id, *params, limit],
+            ).fetchall()
+        return [rows.interaction_from(r) for r in found]
+
+    def search_interactions(
+        self, org_id: str, where: InteractionFilter, text: str, *, limit: int
+    ) -> list[tuple[InteractionRecord, float]]:
+        tsquery = _tsquery(text)
+        if tsquery is None:
+            return []
+        sql, params = where_interactions(where, POSTGRES)
+        query = _Q["search_interactions"].format(columns=_INTERACTION_COLUMNS, where=sql)
+        with self._read() as conn:
+            found = conn.execute(
+                query, [tsquery, org_id, *params, tsquery, max(0, limit)], prepare=False
+            ).fetchall()
+        return [(rows.interaction_from(r), float(r["score"])) for r in found]
+
+    def delete_log(
+        self,
+        org_id: str,
+        *,
+        requests: RequestFilter | None = None,
+        interactions: InteractionFilter | None = None,
+    ) -> tuple[int, int]:
+        n_req = n_int = 0
+        with self._write() as conn:
+            if requests is not None:
+                sql, params = where_requests(requests, POSTGRES)
+                chosen = f"SELECT request_id FROM requests WHERE org_id = %s AND {sql}"
+                n_int += conn.execute(
+                    f"DELETE FROM interactions WHERE org_id = %s AND request_id IN ({chosen})",
+                    [org_id, org_id, *params],
+                ).rowcount
+                n_req += conn.execute(
+                    f"DELETE FROM requests WHERE org_id = %s AND {sql}", [org_id, *params]
+                ).rowcount
+            if interactions is not None:
+                sql, params = where_interactions(interactions, POSTGRES)
+                n_int += conn.execute(
+                    f"DELETE FROM interactions WHERE org_id = %s AND {sql}", [org_id, *params]
+                ).rowcount
+        return n_req, n_int
+
+    # -- learnings ----------------------------------------------------------------------------
+    def save_learnings(self, rows_in: Sequence[Learning], audit: Audit) -> list[Learning]:
+        if not rows_in:
+            return []
+        prepared = common.prepare_learnings(rows_in, self.embedder)
+        org_id = prepared[0].org_id
+        with self._write() as conn:
+            seq = self._bump_seq(conn, org_id)
+            old = _by_ids(conn, org_id, [r.id for r in prepared if r.id])
+            before = {r.id: r for r in old}
+            saved = [_keep_created(row, before) for row in prepared]
+            try:
+                updates = [rows.learning_params(r, seq=seq, postgres=True) for r in saved if r.id]
+                if updates:
+                    with conn.cursor() as cur:
+                        cur.executemany(_Q["update_learning"], updates)
+                saved = _insert_learnings(conn, saved, seq)
+            except psycopg.errors.UniqueViolation as exc:
+                detail = exc.diag.message_detail or ""
+                raise ConflictError(f"profile_id is already used in the org: {detail}") from exc
+            events = common.save_events(saved, before, audit)
+            self._record(conn, seq, org_id, [r.id for r in saved], events)
+            return saved
+
+    def _bump_seq(self, conn: Conn, org_id: str) -> int:
+        """Take the org's learning-write lock (to commit) and its next sequence number."""
+        row = conn.execute(_Q["bump_seq"], {"org_id": org_id}).fetchone()
+        assert row is not None
+        seq = int(row["learning_seq"])
+        if seq % 1000 == 0 and seq > _CHANGE_LOG_KEEP:
+            upto = {"org_id": org_id, "upto": seq - _CHANGE_LOG_KEEP}
+            conn.execute(_Q["prune_changes"], upto)
+            conn.execute(_Q["set_pruned"], upto)
+        return seq
+
+    def _record(
+        self,
+        conn: Conn,
+        seq: int,
+        org_id: str,
+        ids: Sequence[int],
+        events: Sequence[LearningEvent],
+    ) -> None:
+        conn.execute(_Q["insert_changes"], {"org_id": org_id, "seq": seq, "ids": list(ids)})
+        params = (rows.event_params(e) for e in events)
+        _copy(conn, "learning_events", _EVENT_COPY, ([p[c] for c in _EVENT_COPY] for p in params))
+
+    def _select(
+        self, conn: Conn, org_id: str, where: LearningFilter, tail: str = "", *extra: Any
+    ) -> list[Learning]:
+        sql, params = where_learnings(where, POSTGRES)
+        return _learnings(
+            conn,
+            f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = %s AND {sql} {tail}",
+            [org_id, *params, *extra],
+        )
+
+    def get_learnings(self, org_id: str, where: LearningFilter) -> list[Learning]:
+        with self._read() as conn:
+            return self._select(conn, org_id, where, "ORDER BY id")
+
+    def list_learnings(
+        self,
+        org_id: str,
+        where: LearningFilter,
+        *,
+        limit: int,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[Learning]:
+        order = "DESC" if newest_first else "ASC"
+        tail = f"ORDER BY updated_at {order}, id {order} LIMIT %s OFFSET %s"
+        with self._read() as conn:
+            return self._select(conn, org_id, where, tail, limit, offset)
+
+    def count_learnings(self, org_id: str, where: LearningFilter) -> int:
+        sql, params = where_learnings(where, POSTGRES)
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT count(*) AS n FROM learnings WHERE org_id = %s AND {sql}",
+                [org_id, *params],
+            ).fetchone()
+        return int(row["n"]) if row else 0
+
+    def update_learnings(
+        self, org_id: str, where: LearningFilter, changes: dict[str, Any], audit: Audit
+    ) -> list[int]:
+        common.check_changes(changes)
+        with self._write() as conn:
+            before = self._select(conn, org_id, where, "ORDER BY id")
+            if not before:
+                return []
+            seq = self._bump_seq(conn, org_id)
+            params = rows.learning_params(before[0].copy(**changes), seq=seq, postgres=True)
+            ids = [r.id for r in before]
+            values = {col: params[col] for col in changes}
+            values |= {"updated_at": int(now()), "seq": seq, "org_id": org_id, "ids": ids}
+            # Column names come from common.MUTABLE_FIELDS (check_changes refused others).
+            sets = ", ".join(f"{col} = %({col})s" for col in changes)
+            conn.execute(
+                f"UPDATE learnings SET {sets}, updated_at = %(updated_at)s, seq = %(seq)s "
+                "WHERE org_id = %(org_id)s AND id = ANY(%(ids)s::bigint[])",
+                values,
+            )
+            self._record(conn, seq, org_id, ids, common.change_events(before, changes, audit))
+            return ids
+
+    def delete_learnings(self, org_id: str, where: LearningFilter, audit: Audit) -> int:
+        with self._write() as conn:
+            doomed = self._select(conn, org_id, where, "ORDER BY id")
+            self._delete_rows(conn, org_id, doomed, common.delete_events(doomed, audit))
+            return len(doomed)
+
+    def _delete_rows(
+        self,
+        conn: Conn,
+        org_id: str,
+        doomed: Sequence[Learning],
+        events: Sequence[LearningEvent],
+    ) -> None:
+        if not doomed:
+            return
+        seq = self._bump_seq(conn, org_id)
+        ids = [r.id for r in doomed]
+        conn.execute("DELETE FROM learnings WHERE org_id = %s AND id = ANY(%s::bigint[])", [org_id, ids])
+        self._record(conn, seq, org_id, ids, events)
+
+    # -- search -------------------------------------------------------------------------------
+    def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
+        tsquery = None if query.mode is SearchMode.VECTOR else _tsquery(query.text)
+        vector = _query_vector(query)
+        out: list[Candidate] = []
+        with self._read() as conn:
+            for i, where in enumerate(query.filters):
+                sql, params = _search_sql(org_id, where, tsquery, vector, query)
+                # prepare=False: plan with the actual values every time, so a narrow scope
+                # takes its btree index and a broad one may take HNSW.
+                with conn.cursor(binary=True) as cur:
+                    cur.execute(sql, params, prepare=False)
+                    out.extend(_candidate(r, i) for r in cur)
+        return out
+
+    def list_events(
+        self,
+        org_id: str,
+        *,
+        learning_ids: Sequence[int] | None = None,
+        user_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[LearningEvent]:
+        clauses, params = ["org_id = %s"], list[Any]([org_id])
+        for clause, value in (
+            ("learning_id = ANY(%s::bigint[])", None if learning_ids is None else list(learning_ids)),
+            ("user_id = %s", user_id),
+            ("kind = ANY(%s::text[])", None if kinds is None else [str(k) for k in kinds]),
+        ):  # fmt: skip
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        with self._read() as conn:
+            found = conn.execute(
+                f"SELECT * FROM learning_events WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
+                [*params, limit],
+            ).fetchall()
+        return [rows.event_from(r) for r in found]
+
+    def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
+        if not refs:
+            return
+        t = now()
+        with self._write() as conn, conn.cursor() as cur:
+            cur.executemany(_Q["add_exposure"], [(org_id, session_id, k, i, t) for k, i in refs])
+
+    def list_exposures(self, org_id: str, session_id: str) -> set[tuple[str, str]]:
+        with self._read() as conn:
+            found = conn.execute(
+                _Q["list_exposures"], {"org_id": org_id, "session_id": session_id}
+            ).fetchall()
+        return {(r["kind"], r["learning_id"]) for r in found}
+
+    # -- evaluations, bookmarks, configs --------------------------------------------------
+    def add_evaluations(self, rows_in: Sequence[EvaluationRecord]) -> list[EvaluationRecord]:
+        t = now()
+        params = [rows.evaluation_params(r, r.created_at or t) for r in rows_in]
+        with self._write() as conn:
+            ids = _insert_returning_ids(conn, _Q["insert_evaluation"], params)
+        return [rows.evaluation_from({**p, "id": i}) for p, i in zip(params, ids, strict=True)]
+
+    def list_evaluations(
+        self,
+        org_id: str,
+        *,
+        kind: str,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        agent_version: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        limit: int = 100,
+    ) -> list[EvaluationRecord]:
+        clauses, params = ["org_id = %s", "kind = %s"], list[Any]([org_id, kind])
+        for clause, value in (
+            ("user_id = %s", user_id),
+            ("session_id = %s", session_id),
+            ("agent_version = %s", agent_version),
+            ("created_at >= %s", created_after),
+            ("created_at <= %s", created_before),
+        ):
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        with self._read() as conn:
+            found = conn.execute(
+                f"SELECT * FROM evaluations WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
+                [*params, limit],
+            ).fetchall()
+        return [rows.evaluation_from(r) for r in found]
+
+    def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:
+        params = {"org_id": org_id, "user_id": user_id, "extractor": extractor}
+        with self._read() as conn:
+            r = conn.execute(_Q["get_bookmark"], params).fetchone()
+        return rows.bookmark_from(r) if r else None
+
+    def put_bookmark(self, bookmark: Bookmark) -> None:
+        with self._write() as conn:
+            conn.execute(
+                _Q["put_bookmark"],
+                {
+                    "org_id": bookmark.org_id,
+                    "user_id": bookmark.user_id,
+                    "extractor": bookmark.extractor,
+                    "last_interaction_id": bookmark.last_interaction_id,
+                    "updated_at": now(),
+                },
+            )
+
+    def get_org_config(self, org_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            r = conn.execute(_Q["get_config"], {"org_id": org_id}).fetchone()
+        return rows.loads(r["config"]) if r else None
+
+    def put_org_config(self, org_id: str, config: dict[str, Any]) -> None:
+        params = {"org_id": org_id, "config": rows.dumps(config), "updated_at": now()}
+        with self._write() as conn:
+            conn.execute(_Q["put_config"], params)
+
+    def clear_user(self, org_id: str, user_id: str) -> dict[str, int]:
+        who = {"org_id": org_id, "user_id": user_id}
+        with self._write() as conn:
+            conn.execute(_Q["clear_exposures"], who)
+            n_req, n_int = self.delete_log(
+                org_id,
+                requests=RequestFilter(user_id=user_id),
+                interactions=InteractionFilter(user_id=user_id),
+            )
+            doomed = self._select(conn, org_id, LearningFilter(user_id=user_id), "ORDER BY id")
+            self._delete_rows(conn, org_id, doomed, [])
+            counts = {"requests": n_req, "interactions": n_int, **common.count_kinds(doomed)}
+            for query, key in (
+                ("clear_user_events", "events"),
+                ("clear_user_evaluations", "evaluations"),
+                ("clear_user_bookmarks", "bookmarks"),
+            ):
+                counts[key] = conn.execute(_Q[query], who).rowcount
+            return counts
+
+    # -- api keys ---------------------------------------------------------------------------
+    def add_api_key(self, key: ApiKeyRecord) -> ApiKeyRecord:
+        t = key.created_at or now()
+        params = {
+            "org_id": key.org_id,
+            "key_hash": key.key_hash,
+            "prefix": key.prefix,
+            "name": key.name,
+            "created_at": t,
+        }
+        with self._write() as conn:
+            row = conn.execute(_Q["insert_api_key"], params).fetchone()
+        assert row is not None
+        return replace(key, id=int(row["id"]), created_at=t, revoked_at=None)
+
+    def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
+        with self._read() as conn:
+            r = conn.execute(_Q["find_api_key"], {"key_hash": key_hash}).fetchone()
+        return rows.api_key_from(r) if r else None
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKeyRecord]:
+        with self._read() as conn:
+            found = conn.execute(_Q["list_api_keys"], {"org_id": org_id}).fetchall()
+        return [rows.api_key_from(r) for r in found]
+
+    def revoke_api_key(self, key_id: int) -> bool:
+        with self._write() as conn:
+            return conn.execute(_Q["revoke_api_key"], {"id": key_id, "now": now()}).rowcount > 0
+
+    def has_api_keys(self) -> bool:
+        with self._read() as conn:
+            row = conn.execute(_Q["has_api_keys"]).fetchone()
+        return bool(row and row["present"])
+
+    # -- jobs -------------------------------------------------------------------------------
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
+        query = _Q["enqueue_job_debounced" if debounce else "enqueue_job"]
+        out = []
+        with self._write() as conn:
+            t = now()
+            for job in jobs:
+                out.append(rows.job_from(_one(conn, query, rows.job_params(job, t))))
+        return out
+
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tasks: Sequence[str] | None = None,
+    ) -> list[Job]:
+        try:
+            with self._write() as conn:
+                t = now()
+                conn.execute(_Q["bury_exhausted_jobs"], {"error": common.LEASE_EXPIRED, "now": t})
+                params = {
+                    "worker": worker,
+                    "until": t + lease_seconds,
+                    "now": t,
+                    "tasks": None if tasks is None else list(tasks),
+                    "limit": max(0, limit),
+                }
+                found = conn.execute(_Q["claim_jobs"], params).fetchall()
+        except psycopg.errors.UniqueViolation:
+            # A concurrent claim started a job of the same key between this statement's
+            # snapshot and its row locks; jobs_running_key refused the second. Claim again later.
+            return []
+        return sorted((rows.job_from(r) for r in found), key=lambda j: (j.run_at, j.id))
+
+    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
+        t = now()
+        params = {"ids": list(job_ids), "worker": worker, "until": t + lease_seconds, "now": t}
+        with self._write() as conn:
+            held = {int(r["id"]) for r in conn.execute(_Q["heartbeat_jobs"], params)}
+        return [i for i in job_ids if i in held]
+
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        error: str | None = None,
+        retry_at: float | None = None,
+    ) -> bool:
+        with self._write() as conn:
+            t = now()
+            params: dict[str, Any] = {
+                "id": job_id,
+                "worker": worker,
+                "error": error,
+                "now": t,
+                "retry_at": retry_at,
+            }
+            if error is None:
+                return conn.execute(_Q["finish_job_done"], params).rowcount > 0
+            if retry_at is None:
+                return conn.execute(_Q["finish_job_dead"], params).rowcount > 0
+            twin = _queued_twin(conn, job_id)
+            if twin is None:
+                return conn.execute(_Q["finish_job_retry"], params).rowcount > 0
+            params["error"] = common.merged_note(error, twin)
+            if conn.execute(_Q["finish_job_done"], params).rowcount == 0:
+                return False
+            conn.execute(_Q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": t})
+            return True
+
+    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
+        n = 0
+        with self._write() as conn:
+            t = now()
+            for job_id in job_ids:
+                twin = _queued_twin(conn, job_id)
+                params = {"id": job_id, "worker": worker, "now": t, "error": None}
+                if twin is None:
+                    n += conn.execute(_Q["release_job"], params).rowcount
+                else:
+                    params["error"] = f"released at shutdown; continues as job {twin}"
+                    n += conn.execute(_Q["finish_job_done"], params).rowcount
+        return n
+
+    def get_job(self, job_id: int) -> Job | None:
+        with self._read() as conn:
+            r = conn.execute(_Q["get_job"], {"id": job_id}).fetchone()
+        return rows.job_from(r) if r else None
+
+    def list_jobs(
+        self,
+        org_id: str,
+        *,
+        statuses: Sequence[JobStatus] | None = None,
+        request_id: str | None = None,
+        task: str | None = None,
+        key: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        clauses, params = ["org_id = %s"], list[Any]([org_id])
+        for clause, value in (
+            ("status = ANY(%s::text[])", None if statuses is None else [s.value for s in statuses]),
+            ("request_id = %s", request_id),
+            ("task = %s", task),
+            ("key = %s", key),
+        ):  # fmt: skip
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        with self._read() as conn:
+            found = conn.execute(
+                f"SELECT * FROM jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
+                [*params, limit],
+            ).fetchall()
+        return [rows.job_from(r) for r in found]
+
+    def expedite_job(self, org_id: str, task: str, key: str) -> bool:
+        params = {"org_id": org_id, "task": task, "key": key, "now": now()}
+        with self._write() as conn:
+            return conn.execute(_Q["expedite_job"], params).rowcount > 0
+
+    def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
+        params = {
+            "org_id": org_id,
+            "ids": None if job_ids is None else list(job_ids),
+            "now": now(),
+        }
+        with self._write() as conn:
+            return conn.execute(_Q["retry_jobs"], params).rowcount
+
+
+# -- schema helpers ---------------------------------------------------------------------------
+def _ensure_vector(conn: Conn) -> tuple[int, ...]:
+    """The installed pgvector version, creating the extension only when it is missing
+    (so a role that may not create extensions works where it is already installed)."""
+    row = conn.execute(_Q["vector_version"]).fetchone()
+    if row is None:
+        try:
+            with conn.transaction():
+                conn.execute(_Q["create_vector"])
+        except psycopg.errors.UniqueViolation:
+            pass  # another process created it a moment ago
+        except psycopg.Error as exc:
+            raise StorageError(
+                "the pgvector extension is not installed and could not be created "
+                f"({exc}); run CREATE EXTENSION vector as a superuser"
+            ) from exc
+        row = conn.execute(_Q["vector_version"]).fetchone()
+    assert row is not None
+    return tuple(int(part) for part in str(row["extversion"]).split(".") if part.isdigit())
+
+
+def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> None:
+    """Build the HNSW index for ``dim`` once enough vectors of that dimension exist."""
+    if min_rows is None or not 1 <= _dim(dim) <= _HNSW_MAX_DIM:
+        return
+    row = conn.execute(_Q["index_exists"], {"name": f"learnings_hnsw_{dim}"}).fetchone()
+    if row and row["present"]:
+        return
+    if min_rows > 0:
+        counted = conn.execute(_Q["count_dim"], {"dim": dim, "cap": min_rows}).fetchone()
+        if counted is None or int(counted["n"]) < min_rows:
+            return
+    conn.execute(_Q["create_hnsw"].format(dim=_dim(dim)))
+
+
+def _dim(value: int) -> int:
+    """A vector dimension that is safe to write into SQL as a literal."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValidationError(f"vector dimension must be an int, got {value!r}")
+    if not 1 <= int(value) <= _MAX_DIM:
+        raise ValidationError(f"vector dimension {value} is outside 1..{_MAX_DIM}")
+    return int(value)
+
+
+# -- row helpers --------------------------------------------------------------------------------
+def _one(conn: Conn, query: str, params: Mapping[str, Any]) -> DictRow:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return row
+
+
+def _insert_returning_ids(conn: Conn, query: str, params: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Run an ``INSERT ... RETURNING id`` per parameter set (pipelined); ids in order."""
+    if not params:
+        return []
+    ids = []
+    with conn.cursor() as cur:
+        cur.executemany(query, params, returning=True)
+        while True:
+            row = cur.fetchone()
+            assert row is not None
+            ids.append(int(row["id"]))
+            if not cur.nextset():
+                return ids
+
+
+def _copy(conn: Conn, table: str, types: Mapping[str, str], values: Iterable[Sequence[Any]]) -> None:
+    """Binary COPY into ``table``; ``types`` names the columns (fixed names, never input)."""
+    columns = ", ".join(f'"{c}"' for c in types)
+    with conn.cursor() as cur:
+        cur.adapters.register_dumper(None, _JsonTextDumper)
+        with cur.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copier:
+            copier.set_types(list(types.values()))
+            for row in values:
+                copier.write_row(row)
+
+
+def _learnings(conn: Conn, query: str, params: Sequence[Any]) -> list[Learning]:
+    # Binary results: vectors arrive as raw float4s instead of text to parse.
+    with conn.cursor(binary=True) as cur:
+        cur.execute(query, params)
+        return [rows.learning_from(r) for r in cur]
+
+
+def _by_ids(conn: Conn, org_id: str, ids: Sequence[int]) -> list[Learning]:
+    if not ids:
+        return []
+    return _learnings(
+        conn,
+        f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = %s AND id = ANY(%s::bigint[])",
+        [org_id, list(ids)],
+    )
+
+
+def _keep_created(row: Learning, before: dict[int, Learning]) -> Learning:
+    """An update keeps its creation time; an id outside the org is not found."""
+    if not row.id:
+        return row
+    old = before.get(row.id)
+    if old is None or old.org_id != row.org_id:
+        raise NotFoundError(f"{row.kind.value} {row.id} not found")
+    return row.copy(created_at=old.created_at)
+
+
+def _insert_learnings(conn: Conn, saved: list[Learning], seq: int) -> list[Learning]:
+    """COPY the rows without an id (ids drawn from the sequence first); returns all rows."""
+    fresh = [i for i, r in enumerate(saved) if not r.id]
+    if not fresh:
+        return saved
+    ids = [int(r["id"]) for r in conn.execute(_Q["learning_ids"], {"n": len(fresh)})]
+    saved = list(saved)
+    for i, new_id in zip(fresh, ids, strict=True):
+        saved[i] = saved[i].copy(id=new_id)
+    params = (rows.learning_params(saved[i], seq=seq, postgres=True) for i in fresh)
+    _copy(conn, "learnings", _LEARNING_COPY, ([p[c] for c in _LEARNING_COPY] for p in params))
+    return saved
+
+
+def _queued_twin(conn: Conn, job_id: int) -> int | None:
+    r = conn.execute(_Q["queued_twin"], {"id": job_id}).fetchone()
+    return None if r is None else int(r["id"])
+
+
+def _request_params(r: RequestRecord) -> dict[str, Any]:
+    return {
+        "org_id": r.org_id,
+        "request_id": r.request_id,
+        "user_id": r.user_id,
+        "session_id": r.session_id,
+        "source": r.source,
+        "agent_version": r.agent_version,
+        "created_at": r.created_at,
+        "payload_hash": r.payload_hash,
+    }
+
+
+# -- search helpers -----------------------------------------------------------------------------
+def _tsquery(text: str) -> str | None:
+    """An OR query over the text's content words, each quoted as one operand; PostgreSQL
+    stems them with the english config (plainto_tsquery would AND them)."""
+    words = search.raw_words(text)
+    if not words:
+        return None
+    quoted = ("'" + w.replace("\\", "\\\\").replace("'", "''") + "'" for w in words)
+    return " | ".join(quoted)
+
+
+def _query_vector(query: CandidateQuery) -> Vector | None:
+    """The query vector when the vector arm runs (a vector, a model name, not FTS mode)."""
+    if query.mode is SearchMode.FTS or query.vector is None or not query.embed_model:
+        return None
+    vector = np.asarray(query.vector, dtype=np.float32)
+    if vector.ndim != 1:
+        raise ValidationError("the query vector must be one-dimensional")
+    _dim(len(vector))
+    return vector
+
+
+def _search_sql(
+    org_id: str,
+    where: LearningFilter,
+    tsquery: str | None,
+    vector: Vector | None,
+    query: CandidateQuery,
+) -> tuple[str, list[Any]]:
+    """One filter's search statement and its parameters, in the order they appear."""
+    where_sql, where_params = where_learnings(where, POSTGRES)
+    limit = max(0, query.limit)
+    parts = {
+        "columns": rows.LEARNING_COLUMNS,
+        "fts": _Q["search_no_arm"].format(name="fts"),
+        "vec": _Q["search_no_arm"].format(name="vec"),
+        "fts_score": "NULL::real",
+        "vector_score": "NULL::double precision",
+    }
+    arms: list[Any] = []
+    scores: list[Any] = []
+    if tsquery is not None:
+        parts["fts"] = _Q["search_fts_arm"].format(where=where_sql)
+        parts["fts_score"] = _Q["search_fts_score"]
+        arms += [tsquery, org_id, *where_params, tsquery, limit]
+        scores += [tsquery]
+    if vector is not None:
+        dim = _dim(len(vector))  # a literal, so the partial HNSW index for it can match
+        parts["vec"] = _Q["search_vector_arm"].format(where=where_sql, dim=dim)
+        parts["vector_score"] = _Q["search_vector_score"].format(dim=dim)
+        arms += [vector, org_id, *where_params, query.embed_model, limit]
+        scores += [query.embed_model, vector]
+    return _Q["search_candidates"].format(**parts), arms + scores
+
+
+def _candidate(r: DictRow, filter_index: int) -> Candidate:
+    fts = None if r["fts_score"] is None else float(r["fts_score"])
+    sim = None if r["vector_score"] is None else float(r["vector_score"])
+    return Candidate(
+        learning=rows.learning_from(r),
+        filter_index=filter_index,
+        fts_score=fts,
+        fts_norm=None if fts is None else min(1.0, fts / _TS_RANK_CEILING),
+        fts_rank=r["fts_rank"],
+        vector_score=sim,
+        vector_rank=r["vector_rank"],
+    )
