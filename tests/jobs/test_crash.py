@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tests.conftest import storage_url
 
 from reflexio.config import Settings
 from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
@@ -27,7 +28,6 @@ from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
 from reflexio.storage.filters import InteractionFilter, LearningFilter
 from reflexio.storage.records import JobStatus
-from tests.conftest import storage_url
 
 ROOT = Path(__file__).resolve().parents[2]
 USERS = [f"user{i}" for i in range(12)]

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import BACKENDS, storage_url
+from tests.support.echo import echo
 
 from reflexio.config import Settings
 from reflexio.jobs import Backoff, JobContext, LeaseLost, PermanentJobError, Worker, WorkerPool
@@ -21,8 +23,6 @@ from reflexio.service.core import Core, open_core
 from reflexio.storage import Storage
 from reflexio.storage.filters import InteractionFilter, LearningFilter
 from reflexio.storage.records import EvaluationRecord, InteractionRecord, Job, JobStatus, LearningKind
-from tests.conftest import BACKENDS, storage_url
-from tests.support.echo import echo
 
 
 @pytest.fixture(params=BACKENDS)
@@ -229,7 +229,7 @@ def test_the_idle_timer_survives_a_restart_and_fires_once(
         second = open_core(Settings.from_env(env))
         fired: list[str] = []
 
-        def evaluate(ctx: JobContext) -> None:
+        def evaluate(ctx: JobContext, fired: list[str] = fired) -> None:
             with ctx.effects() as tx:
                 fired.append(ctx.job.payload["session_id"])
                 tx.add_evaluations(
