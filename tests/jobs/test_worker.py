@@ -44,7 +44,7 @@ def turns(n: int, start: int = 1) -> list[InteractionRecord]:
 
 def test_windows_cover_every_new_turn_once_with_context() -> None:
     context, new = turns(5), turns(20, start=6)
-    windows = plan_windows("o", "u", "profile", context, new, size=10, stride=8, flush=True)
+    windows = plan_windows("o", "u", ("profile",), context, new, size=10, stride=8, flush=True)
     covered = [t.id for w in windows for t in w.new_turns]
     assert covered == [t.id for t in new]
     assert [len(w.turns) for w in windows] == [10, 10, 10]
@@ -53,9 +53,9 @@ def test_windows_cover_every_new_turn_once_with_context() -> None:
 
 
 def test_without_flush_a_short_tail_waits() -> None:
-    windows = plan_windows("o", "u", "profile", [], turns(20), size=10, stride=8, flush=False)
+    windows = plan_windows("o", "u", ("profile",), [], turns(20), size=10, stride=8, flush=False)
     assert [w.last_id for w in windows] == [8, 16]
-    assert plan_windows("o", "u", "profile", [], turns(3), size=10, stride=8, flush=False) == []
+    assert plan_windows("o", "u", ("profile",), [], turns(3), size=10, stride=8, flush=False) == []
 
 
 def publish(
@@ -112,8 +112,6 @@ def test_a_crash_between_windows_repeats_nothing_and_loses_nothing(core: Core) -
     calls = Counter[int]()
 
     def flaky(window: Window) -> Changes:
-        if window.extractor != "profile":
-            return Changes()
         calls[window.last_id] += 1
         if len(calls) == 2 and calls[window.last_id] == 1:
             raise TimeoutError("the model timed out")
@@ -126,6 +124,10 @@ def test_a_crash_between_windows_repeats_nothing_and_loses_nothing(core: Core) -
     all_ids = [t.id for t in core.storage.list_interactions("o", InteractionFilter())]
     assert echo_counts(core.storage) == Counter(all_ids)
     assert sorted(calls.values()) == [1, 1, 1, 2]  # only the failed window ran twice
+    assert all(
+        b is not None and b.last_interaction_id == max(all_ids)
+        for b in (core.storage.get_bookmark("o", "u1", e) for e in ("profile", "playbook"))
+    )
 
 
 def test_failures_retry_with_backoff_then_dead_letter(core: Core) -> None:

@@ -36,7 +36,7 @@ def echo(window: Window) -> Changes:
                 source_interaction_ids=[turn.id],
             )
             for turn in window.new_turns
-            if window.extractor == "profile"
+            if "profile" in window.extractors
         ],
         reason="echo",
     )

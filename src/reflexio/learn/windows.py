@@ -1,11 +1,13 @@
-"""Extraction over every interaction: windows from a durable bookmark.
+"""Extraction over every interaction: windows from durable per-extractor bookmarks.
 
-Each (org, user, extractor) has a bookmark: the id of the last interaction it has learned
-from. A run reads everything after the bookmark and cuts it into windows of ``window_size``
-turns whose new parts advance by ``stride_size`` (the first ``window_size - stride_size``
-turns of a window are context already learned from), so a 200-turn publish is covered
-completely, not just its last window. Each window's learnings and the bookmark move commit in
-one transaction; a crash repeats at most the window in flight.
+Each (org, user, extractor) has a bookmark: the id of the last interaction that extractor has
+learned from. One job per user reads everything after the bookmarks and cuts it into windows
+of ``window_size`` turns whose new parts advance by ``stride_size`` (the first
+``window_size - stride_size`` turns of a window are context already learned from), so a
+200-turn publish is covered completely, not just its last window. Extractors whose windows
+coincide (the usual case) share each window, so one model call can serve profiles and
+playbooks together. Each window's learnings and the bookmark moves commit in one transaction;
+a crash repeats at most the window in flight.
 
 Without ``flush`` only full strides are processed and a tail shorter than a stride waits for
 more turns (or for the session to end: finalize and the idle timer flush it).
@@ -23,16 +25,27 @@ from reflexio.storage import Storage
 from reflexio.storage.filters import InteractionFilter
 from reflexio.storage.records import Audit, Bookmark, InteractionRecord
 
-__all__ = ["Window", "WindowExtractor", "plan_windows", "run_extraction", "window_params"]
+__all__ = [
+    "EXTRACTORS",
+    "Window",
+    "WindowLearner",
+    "enabled_extractors",
+    "plan_windows",
+    "run_extraction",
+    "window_params",
+]
+
+#: Extractor names, as Reflexio 0.2.32 names its singleton extractors.
+EXTRACTORS = ("profile", "playbook")
 
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """Turns an extractor reads at once: context (already learned from) then new turns."""
+    """Turns read at once: context (already learned from) then new turns, for some extractors."""
 
     org_id: str
     user_id: str
-    extractor: str
+    extractors: tuple[str, ...]
     turns: tuple[InteractionRecord, ...]
     new_from: int
 
@@ -43,12 +56,23 @@ class Window:
 
     @property
     def last_id(self) -> int:
-        """Where the bookmark moves once this window is learned."""
+        """Where the bookmarks move once this window is learned."""
         return self.turns[-1].id
 
 
-#: An extractor: reads a window (and may read storage or call an LLM) and returns Changes.
-WindowExtractor = Callable[[Window], Changes]
+#: A learner reads a window (and may read storage or call an LLM) and returns Changes for
+#: the window's extractors only.
+WindowLearner = Callable[[Window], Changes]
+
+
+def enabled_extractors(config: Config) -> tuple[str, ...]:
+    """The extractors an org's config turns on."""
+    out = []
+    if config.profile_extractor_config is not None:
+        out.append("profile")
+    if config.user_playbook_extractor_config is not None:
+        out.append("playbook")
+    return tuple(out)
 
 
 def window_params(config: Config, extractor: str) -> tuple[int, int]:
@@ -64,7 +88,7 @@ def window_params(config: Config, extractor: str) -> tuple[int, int]:
 def plan_windows(
     org_id: str,
     user_id: str,
-    extractor: str,
+    extractors: tuple[str, ...],
     context: Sequence[InteractionRecord],
     new: Sequence[InteractionRecord],
     *,
@@ -89,51 +113,67 @@ def plan_windows(
         stop = offset + end
         start = max(0, stop - max(size, end - previous_end))
         first_new = offset + previous_end
-        windows.append(Window(org_id, user_id, extractor, tuple(history[start:stop]), first_new - start))
+        windows.append(Window(org_id, user_id, extractors, tuple(history[start:stop]), first_new - start))
         previous_end = end
     return windows
 
 
-def run_extraction(ctx: JobContext, storage: Storage, config: Config, extract: WindowExtractor) -> int:
-    """Learn from every turn after the bookmark of the job's (user, extractor).
+def _windows_for(
+    storage: Storage, config: Config, org_id: str, user_id: str, extractor: str, flush: bool
+) -> list[Window]:
+    size, stride = window_params(config, extractor)
+    bookmark = storage.get_bookmark(org_id, user_id, extractor)
+    after = bookmark.last_interaction_id if bookmark else 0
+    new = storage.list_interactions(org_id, InteractionFilter(user_id=user_id, after_id=after))
+    context = storage.list_interactions(
+        org_id,
+        InteractionFilter(user_id=user_id, up_to_id=after),
+        limit=max(0, size - stride),
+        newest_first=True,
+    )[::-1]
+    return plan_windows(org_id, user_id, (extractor,), context, new, size=size, stride=stride, flush=flush)
+
+
+def _merge_plans(plans: Sequence[list[Window]]) -> list[Window]:
+    """One ordered list of windows; identical windows are shared by their extractors."""
+    merged: dict[tuple[int, ...], Window] = {}
+    for windows in plans:
+        for w in windows:
+            key = (w.new_from, *(t.id for t in w.turns))
+            shared = merged.get(key)
+            extractors = w.extractors if shared is None else (*shared.extractors, *w.extractors)
+            merged[key] = Window(w.org_id, w.user_id, extractors, w.turns, w.new_from)
+    return sorted(merged.values(), key=lambda w: (w.last_id, w.extractors))
+
+
+def run_extraction(ctx: JobContext, storage: Storage, config: Config, learn: WindowLearner) -> int:
+    """Learn from every turn after each extractor's bookmark for the job's user.
 
     Returns:
         How many windows were processed.
     """
     job = ctx.job
-    user_id, extractor = str(job.payload["user_id"]), str(job.payload["extractor"])
-    size, stride = window_params(config, extractor)
-    bookmark = storage.get_bookmark(job.org_id, user_id, extractor)
-    after = bookmark.last_interaction_id if bookmark else 0
-    new = storage.list_interactions(job.org_id, InteractionFilter(user_id=user_id, after_id=after))
-    context = storage.list_interactions(
-        job.org_id,
-        InteractionFilter(user_id=user_id, up_to_id=after),
-        limit=max(0, size - stride),
-        newest_first=True,
-    )[::-1]
+    user_id = str(job.payload["user_id"])
     flush = bool(job.payload.get("flush"))
-    windows = plan_windows(
-        job.org_id, user_id, extractor, context, new, size=size, stride=stride, flush=flush
-    )
-    audit = Audit(actor=f"extractor:{extractor}", request_id=job.request_id, job_id=job.id)
+    plans = [_windows_for(storage, config, job.org_id, user_id, e, flush) for e in enabled_extractors(config)]
+    windows = _merge_plans(plans)
     for i, window in enumerate(windows):
-        changes = extract(window)
+        changes = learn(window)
+        audit = Audit(
+            actor=f"extractor:{'+'.join(window.extractors)}",
+            reason=changes.reason,
+            request_id=job.request_id,
+            job_id=job.id,
+        )
         with ctx.effects(final=i == len(windows) - 1) as tx:
-            apply_changes(
-                tx,
-                job.org_id,
-                changes,
-                Audit(
-                    actor=audit.actor, reason=changes.reason, request_id=audit.request_id, job_id=audit.job_id
-                ),
-            )
-            tx.put_bookmark(
-                Bookmark(
-                    org_id=job.org_id,
-                    user_id=user_id,
-                    extractor=extractor,
-                    last_interaction_id=window.last_id,
+            apply_changes(tx, job.org_id, changes, audit)
+            for extractor in window.extractors:
+                tx.put_bookmark(
+                    Bookmark(
+                        org_id=job.org_id,
+                        user_id=user_id,
+                        extractor=extractor,
+                        last_interaction_id=window.last_id,
+                    )
                 )
-            )
     return len(windows)

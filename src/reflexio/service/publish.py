@@ -67,9 +67,9 @@ def extractors_of(config: Config) -> list[Extractor]:
     return out
 
 
-def extraction_key(user_id: str, extractor: str) -> str:
-    """Dedupe key: at most one queued extraction per (org, user, extractor)."""
-    return f"{extractor}:{user_id}"
+def extraction_key(user_id: str) -> str:
+    """Dedupe key: at most one queued extraction job per (org, user), covering its extractors."""
+    return user_id
 
 
 def payload_hash(req: PublishUserInteractionRequest) -> str:
@@ -136,26 +136,19 @@ def publish(
 def _extraction_jobs(
     config: Config, record: RequestRecord, req: PublishUserInteractionRequest, flush: bool
 ) -> list[Job]:
-    if req.evaluation_only:
+    wanted = [e for e in extractors_of(config) if e.sources is None or record.source in e.sources]
+    if req.evaluation_only or not wanted:
         return []
-    return [
-        extraction_job(
-            record.org_id, record.user_id, extractor.name, flush=flush, request_id=record.request_id
-        )
-        for extractor in extractors_of(config)
-        if extractor.sources is None or record.source in extractor.sources
-    ]
+    return [extraction_job(record.org_id, record.user_id, flush=flush, request_id=record.request_id)]
 
 
-def extraction_job(
-    org_id: str, user_id: str, extractor: str, *, flush: bool, request_id: str | None = None
-) -> Job:
-    """The (deduplicated) job that learns from a user's new turns with one extractor."""
+def extraction_job(org_id: str, user_id: str, *, flush: bool, request_id: str | None = None) -> Job:
+    """The (deduplicated) job that learns from a user's new turns with every extractor."""
     return Job(
         org_id=org_id,
         task=EXTRACT,
-        key=extraction_key(user_id, extractor),
-        payload={"user_id": user_id, "extractor": extractor, "flush": flush},
+        key=extraction_key(user_id),
+        payload={"user_id": user_id, "flush": flush},
         request_id=request_id,
     )
 
@@ -224,24 +217,17 @@ def learning_status(core: Core, org_id: str, request_id: str) -> LearningStatusR
     ]
     if not pending:
         return LearningStatusResponse(status="done")
-    jobs = [
-        job
-        for name in pending
-        for job in core.storage.list_jobs(
-            org_id, task=EXTRACT, key=extraction_key(record.user_id, name), limit=20
-        )
-    ]
-    return _status_from_jobs(jobs, pending)
+    jobs = core.storage.list_jobs(org_id, task=EXTRACT, key=extraction_key(record.user_id), limit=20)
+    return _status_from_jobs(jobs)
 
 
-def _status_from_jobs(jobs: list[Job], pending: list[str]) -> LearningStatusResponse:
-    relevant = [j for j in jobs if j.payload.get("extractor") in pending]
-    states = {j.status for j in relevant}
+def _status_from_jobs(jobs: list[Job]) -> LearningStatusResponse:
+    states = {j.status for j in jobs}
     if JobStatus.RUNNING in states:
         return LearningStatusResponse(status="processing")
     if JobStatus.QUEUED in states:
         return LearningStatusResponse(status="pending")
-    dead = [j for j in relevant if j.status is JobStatus.DEAD]
+    dead = [j for j in jobs if j.status is JobStatus.DEAD]
     if dead:
         return LearningStatusResponse(status="failed", reason=dead[0].last_error)
     return LearningStatusResponse(
@@ -265,8 +251,8 @@ def finalize_session(core: Core, org_id: str, req: FinalizeSessionRequest) -> Fi
     """A session ended: learn from its remaining turns now and evaluate it without waiting."""
     config = core.org_config(org_id)
     with core.storage.transaction() as tx:
-        flushes = [extraction_job(org_id, req.user_id, e.name, flush=True) for e in extractors_of(config)]
-        tx.enqueue_jobs(flushes, debounce=True)
+        if extractors_of(config):
+            tx.enqueue_jobs([extraction_job(org_id, req.user_id, flush=True)], debounce=True)
         moved = tx.expedite_job(org_id, EVALUATE_SESSION, f"{req.user_id}:{req.session_id}")
     message = "learning and evaluation scheduled now" if moved else "learning scheduled now"
     return FinalizeSessionResponse(success=True, accepted=True, message=message)
