@@ -185,15 +185,14 @@ def _replayed(
 def _response(
     core: Core, record: RequestRecord, warnings: list[str], message: str
 ) -> PublishUserInteractionResponse:
-    status = learning_status(core, record.org_id, record.request_id)
+    """The acknowledgement: learning is deferred to the jobs (``wait_for_learning`` reports on it)."""
     return PublishUserInteractionResponse(
         success=True,
         message=message,
         warnings=warnings,
         request_id=record.request_id,
         storage_type=core.storage.backend,
-        learning_status="done" if status.status == "done" else "deferred",
-        learning_reason=status.reason,
+        learning_status="deferred",
     )
 
 

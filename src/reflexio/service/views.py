@@ -13,11 +13,16 @@ from typing import Any
 from reflexio.models import (
     AgentPlaybook,
     AgentPlaybookView,
+    AgentSuccessEvaluationResult,
+    BlockingIssue,
+    Interaction,
     InteractionData,
     InteractionView,
     PlaybookStatus,
     ProfileTimeToLive,
     ProfileView,
+    Request,
+    RetrievedLearningEvaluationResult,
     Status,
     UserPlaybook,
     UserPlaybookView,
@@ -26,10 +31,12 @@ from reflexio.models import (
 from reflexio.storage.records import (
     NEVER_EXPIRES,
     Approval,
+    EvaluationRecord,
     InteractionRecord,
     Learning,
     LearningKind,
     LearningStatus,
+    RequestRecord,
 )
 
 __all__ = [
@@ -39,12 +46,19 @@ __all__ = [
     "from_agent_playbook",
     "from_user_playbook",
     "from_user_profile",
+    "interaction_model",
     "interaction_record",
     "interaction_view",
+    "learning_evaluation",
+    "learning_from_snapshot",
     "learning_status",
     "learning_statuses",
     "profile_view",
+    "request_model",
+    "session_evaluation",
+    "user_playbook",
     "user_playbook_view",
+    "user_profile",
     "view_of",
     "wire_status",
 ]
@@ -272,4 +286,108 @@ def interaction_record(
         citations=[c.model_dump(mode="json") for c in item.citations],
         retrieved_learnings=[r.model_dump(mode="json") for r in item.retrieved_learnings],
         created_at=item.created_at,
+    )
+
+
+# -- stored records for export and history (added with the HTTP API) ---------------------------
+
+
+def user_profile(row: Learning) -> UserProfile:
+    """A profile as its full stored record (every lifecycle state; used by export)."""
+    return UserProfile(
+        profile_id=row.profile_id or str(row.id),
+        user_id=row.user_id or "",
+        content=row.content,
+        last_modified_timestamp=row.updated_at,
+        generated_from_request_id=row.request_id,
+        profile_time_to_live=ProfileTimeToLive(row.ttl),
+        expiration_timestamp=row.expires_at,
+        custom_features=row.custom_features,
+        source=row.source,
+        status=wire_status(row.status),
+        extractor_names=row.extractor_names,
+        tags=list(row.tags),
+        source_interaction_ids=list(row.source_interaction_ids),
+        superseded_by=None if row.superseded_by is None else str(row.superseded_by),
+    )
+
+
+def user_playbook(row: Learning) -> UserPlaybook:
+    """A user playbook as its full stored record (every lifecycle state; used by export)."""
+    return UserPlaybook(
+        user_playbook_id=row.id,
+        user_id=row.user_id,
+        agent_version=row.agent_version,
+        request_id=row.request_id,
+        playbook_name=row.playbook_name,
+        created_at=row.created_at,
+        content=row.content,
+        trigger=row.trigger,
+        rationale=row.rationale,
+        pitfall=row.pitfall,
+        blocking_issue=BlockingIssue.model_validate(row.blocking_issue) if row.blocking_issue else None,
+        status=wire_status(row.status),
+        source=row.source,
+        source_interaction_ids=list(row.source_interaction_ids),
+        tags=list(row.tags),
+        superseded_by=row.superseded_by,
+    )
+
+
+def request_model(row: RequestRecord) -> Request:
+    """A stored publish call as the wire's ``Request``."""
+    return Request(
+        request_id=row.request_id,
+        user_id=row.user_id,
+        created_at=row.created_at,
+        source=row.source,
+        agent_version=row.agent_version,
+        session_id=row.session_id,
+    )
+
+
+def interaction_model(row: InteractionRecord) -> Interaction:
+    """A stored turn with everything the caller sent (citations, image bytes; used by export)."""
+    return Interaction.model_validate(
+        {
+            **interaction_view(row).model_dump(),
+            "image_encoding": row.image_encoding,
+            "citations": row.citations,
+        }
+    )
+
+
+def _evaluation_fields(row: EvaluationRecord) -> dict[str, Any]:
+    """The columns every stored verdict has, named as the wire's result models name them."""
+    return {
+        "result_id": row.id,
+        "user_id": row.user_id or "",
+        "session_id": row.session_id or "",
+        "agent_version": row.agent_version or "",
+        "created_at": int(row.created_at),
+    }
+
+
+def session_evaluation(row: EvaluationRecord) -> AgentSuccessEvaluationResult:
+    """A stored session verdict (``kind="session"``) as the wire's result model."""
+    return AgentSuccessEvaluationResult.model_validate({**row.result, **_evaluation_fields(row)})
+
+
+def learning_evaluation(row: EvaluationRecord) -> RetrievedLearningEvaluationResult:
+    """A stored verdict on one injected learning (``kind="learning"``) as the wire's model."""
+    ids = {"interaction_id": row.interaction_id, "kind": row.learning_kind, "learning_id": row.learning_id}
+    return RetrievedLearningEvaluationResult.model_validate({**row.result, **_evaluation_fields(row), **ids})
+
+
+def learning_from_snapshot(snapshot: dict[str, Any]) -> Learning:
+    """Rebuild a row from the snapshot an audit event kept (``Learning.snapshot()``)."""
+    known = {k: v for k, v in snapshot.items() if k in Learning.__dataclass_fields__}
+    approval = known.get("approval")
+    return Learning(
+        **{
+            **known,
+            "kind": LearningKind(known["kind"]),
+            "status": LearningStatus(known.get("status") or LearningStatus.CURRENT.value),
+            "approval": Approval(approval) if approval else None,
+        }
     )

@@ -1,0 +1,40 @@
+"""The HTTP API: Reflexio-compatible ``/api/*`` routes over the service use cases.
+
+``create_app(core)`` builds the app for one process ``Core``; the caller owns the core (opens
+and closes it), so tests and the CLI can share one. Routes are thin: parse, call the service,
+return its model. Errors are mapped in ``api.errors``, authentication in ``api.auth``.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from reflexio.api import errors
+from reflexio.api.routes import config, interactions, jobs, playbooks, profiles, search, system, users
+from reflexio.service.core import Core
+
+__all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "create_app"]
+
+#: How long ``publish_interaction?wait_for_response=true`` waits for learning to settle.
+DEFAULT_PUBLISH_WAIT_SECONDS = 30.0
+
+
+def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT_SECONDS) -> FastAPI:
+    """Build the API app for ``core``.
+
+    ``redirect_slashes`` is off because the 0.2.16 client refuses every redirect: a path with
+    a stray slash must fail as a 404, not turn into a 307 the client reports as an error.
+    """
+    app = FastAPI(
+        title="Reflexio API",
+        version=system.server_version(),
+        description="A learning layer for AI agents: publish what happened, retrieve what matters.",
+        redirect_slashes=False,
+    )
+    app.state.core = core
+    app.state.publish_wait_seconds = publish_wait_seconds
+    errors.install(app, max_body_bytes=core.settings.max_body_bytes)
+    app.include_router(system.public)
+    for module in (system, interactions, profiles, playbooks, search, config, users, jobs):
+        app.include_router(module.router)
+    return app

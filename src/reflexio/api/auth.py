@@ -1,0 +1,104 @@
+"""Who is calling: an org's API key, or (while no key exists) a client on this machine.
+
+The rules, checked on every ``/api`` request (health, version and docs are public):
+
+* once any API key exists, a valid ``Authorization: Bearer <key>`` is required (401 otherwise)
+  and the org is the key's;
+* while no key exists, only loopback clients are served, as the default org; anyone else gets
+  a 403 that says how to create a key.
+
+"Loopback" is strict, as in Reflexio: the peer address is loopback, the request was not
+forwarded by a proxy, and its ``Host`` and ``Origin`` name this machine (so a web page on
+another origin cannot use a browser on this machine to reach the API). Keys are looked up in
+storage each time, so a key created or revoked while the server runs counts at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Annotated, cast
+from urllib.parse import urlsplit
+
+from fastapi import Depends
+from starlette.requests import Request
+
+from reflexio.errors import AuthenticationError, PermissionDeniedError
+from reflexio.service import keys
+from reflexio.service.core import Core
+
+__all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller"]
+
+#: Headers a proxy adds; their presence means the peer address is not the real client.
+_FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+NO_KEYS_MESSAGE = (
+    "this server has no API key yet, so it only answers clients on this machine; "
+    "create one with `reflexio keys create --org <org>` and send it as `Authorization: Bearer <key>`"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The org a request acts for, and who to name in the history of what it changes."""
+
+    org_id: str
+    actor: str
+
+
+def get_core(request: Request) -> Core:
+    """The process ``Core`` the app was created with."""
+    return cast(Core, request.app.state.core)
+
+
+CoreDep = Annotated[Core, Depends(get_core)]
+
+
+def require_caller(request: Request, core: CoreDep) -> Caller:
+    """Authenticate a request to ``/api``.
+
+    Raises:
+        AuthenticationError: Keys exist and the request has no valid one.
+        PermissionDeniedError: No key exists and the client is not on this machine.
+    """
+    if core.storage.has_api_keys():
+        bearer = _bearer(request)
+        key = keys.identify(core, bearer) if bearer else None
+        if key is None:
+            problem = "is not a valid API key" if bearer else "is missing"
+            raise AuthenticationError(f"Authentication required: the Bearer token {problem}")
+        return Caller(org_id=key.org_id, actor=f"key:{key.prefix}")
+    if is_local(request):
+        return Caller(org_id=core.settings.default_org_id, actor="local")
+    raise PermissionDeniedError(NO_KEYS_MESSAGE)
+
+
+CallerDep = Annotated[Caller, Depends(require_caller)]
+
+
+def _bearer(request: Request) -> str:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def is_local(request: Request) -> bool:
+    """Whether the request comes straight from this machine (see the module docstring)."""
+    client = request.client
+    if client is None or not _is_loopback(client.host):
+        return False
+    if any(name in request.headers for name in _FORWARDING_HEADERS):
+        return False
+    host = urlsplit(f"//{request.headers.get('host', '')}").hostname
+    if host and not _is_loopback(host):
+        return False
+    origin = request.headers.get("origin")
+    return not origin or _is_loopback(urlsplit(origin).hostname or "")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

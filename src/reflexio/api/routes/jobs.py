@@ -1,0 +1,46 @@
+"""Background jobs of the caller's org: list them, list the dead ones, retry dead ones."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query
+
+from reflexio.api.auth import CallerDep, CoreDep
+from reflexio.api.routes import api_router
+from reflexio.service import jobs
+from reflexio.service.jobs import JobsResponse, RetryJobsRequest, RetryJobsResponse
+from reflexio.storage.records import JobStatus
+
+__all__ = ["router"]
+
+router = api_router("jobs")
+
+Limit = Annotated[int, Query(gt=0, le=1_000)]
+
+
+@router.get("/jobs")
+def list_jobs(
+    core: CoreDep,
+    caller: CallerDep,
+    status: JobStatus | None = None,
+    task: str | None = None,
+    request_id: str | None = None,
+    limit: Limit = 100,
+) -> JobsResponse:
+    """The org's jobs, newest first."""
+    return jobs.list_jobs(core, caller.org_id, status=status, task=task, request_id=request_id, limit=limit)
+
+
+@router.get("/jobs/dead")
+def list_dead_jobs(
+    core: CoreDep, caller: CallerDep, task: str | None = None, limit: Limit = 100
+) -> JobsResponse:
+    """Jobs that ran out of attempts, newest first, with their last error."""
+    return jobs.list_jobs(core, caller.org_id, status=JobStatus.DEAD, task=task, limit=limit)
+
+
+@router.post("/jobs/retry")
+def retry_jobs(body: RetryJobsRequest, core: CoreDep, caller: CallerDep) -> RetryJobsResponse:
+    """Queue dead jobs (all of the org's, or the listed ones) again."""
+    return jobs.retry_jobs(core, caller.org_id, body)

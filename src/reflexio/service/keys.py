@@ -1,0 +1,79 @@
+"""API keys: created per org, shown once, stored only as a SHA-256 hash.
+
+A key is ``rfx_`` plus 40 URL-safe random characters. Storage keeps its hash (enough to
+recognise it, useless to anyone who reads the database) and a short prefix so a person can
+tell keys apart when listing or revoking them. Keys are looked up on every request rather than
+cached, so a key created or revoked while the server runs takes effect at once, in every
+process that shares the storage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from reflexio.errors import NotFoundError, ValidationError
+from reflexio.service.core import Core
+from reflexio.storage.records import ApiKeyRecord
+
+__all__ = ["KEY_PREFIX", "authenticate", "create_key", "hash_key", "identify", "list_keys", "revoke_key"]
+
+#: Every key starts with this, so leaked keys are easy to spot in logs and by secret scanners.
+KEY_PREFIX = "rfx_"
+#: ``token_urlsafe(30)`` yields exactly 40 characters.
+_RANDOM_BYTES = 30
+#: How much of the key is kept in clear for listing (the marker and 8 random characters).
+_SHOWN_PREFIX_LEN = len(KEY_PREFIX) + 8
+
+
+def hash_key(plain: str) -> str:
+    """The stored form of a key: its SHA-256 hex digest (keys are random, so no salt is needed)."""
+    return hashlib.sha256(plain.encode("utf-8")).hexdigest()
+
+
+def create_key(core: Core, org_id: str, name: str = "") -> tuple[ApiKeyRecord, str]:
+    """Create a key for ``org_id``.
+
+    Returns:
+        The stored record and the plain key; the plain key is never retrievable again.
+
+    Raises:
+        ValidationError: The org id is blank.
+    """
+    if not org_id.strip():
+        raise ValidationError("an API key needs a non-blank org id")
+    plain = KEY_PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
+    record = core.storage.add_api_key(
+        ApiKeyRecord(org_id=org_id, key_hash=hash_key(plain), prefix=plain[:_SHOWN_PREFIX_LEN], name=name)
+    )
+    return record, plain
+
+
+def list_keys(core: Core, org_id: str | None = None) -> list[ApiKeyRecord]:
+    """Keys of one org (or of every org), active and revoked, oldest first."""
+    return core.storage.list_api_keys(org_id)
+
+
+def revoke_key(core: Core, key_id: int, org_id: str | None = None) -> None:
+    """Revoke a key; when ``org_id`` is given the key must belong to it.
+
+    Raises:
+        NotFoundError: No active key with this id (in this org).
+    """
+    owned = {k.id: k for k in core.storage.list_api_keys(org_id)}
+    key = owned.get(key_id)
+    if key is None or key.revoked_at is not None or not core.storage.revoke_api_key(key_id):
+        raise NotFoundError(f"no active API key with id {key_id}")
+
+
+def identify(core: Core, bearer: str) -> ApiKeyRecord | None:
+    """The active key record a presented key matches, or None when unknown or revoked."""
+    if not bearer.startswith(KEY_PREFIX):
+        return None
+    return core.storage.find_api_key(hash_key(bearer))
+
+
+def authenticate(core: Core, bearer: str) -> str | None:
+    """The org a presented key belongs to, or None when it is unknown or revoked."""
+    found = identify(core, bearer)
+    return found.org_id if found is not None else None

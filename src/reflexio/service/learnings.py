@@ -1,0 +1,330 @@
+"""Add, read, edit, review and delete playbooks, and the helpers every learning use case shares.
+
+Profiles live in ``service.profiles``; both go through the same few storage primitives:
+text edits are saved with ``save_learnings`` (so the row is re-embedded and its full-text
+entry refreshed), review decisions with ``update_learnings`` (so the history names the
+decision), and every write carries an ``Audit`` naming who did it. Deletes report the real
+number of rows removed, and deleting one id that does not exist in the caller's org is a 404.
+
+Default status filters follow docs/wire-compat.md: ``get_user_playbooks`` with no filter shows
+every non-tombstone state, ``get_agent_playbooks`` shows the current version in any review state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reflexio.errors import NotFoundError
+from reflexio.models import (
+    AddAgentPlaybookRequest,
+    AddAgentPlaybookResponse,
+    AddUserPlaybookRequest,
+    AddUserPlaybookResponse,
+    BulkDeleteResponse,
+    DeleteAgentPlaybookRequest,
+    DeleteAgentPlaybookResponse,
+    DeleteAgentPlaybooksByIdsRequest,
+    DeleteUserPlaybookRequest,
+    DeleteUserPlaybookResponse,
+    DeleteUserPlaybooksByIdsRequest,
+    GetAgentPlaybooksRequest,
+    GetAgentPlaybooksViewResponse,
+    GetUserPlaybooksRequest,
+    GetUserPlaybooksViewResponse,
+    PlaybookStatus,
+    Status,
+    UpdateAgentPlaybookRequest,
+    UpdateAgentPlaybookResponse,
+    UpdatePlaybookStatusRequest,
+    UpdatePlaybookStatusResponse,
+    UpdateUserPlaybookRequest,
+    UpdateUserPlaybookResponse,
+)
+from reflexio.service import retrieve, views
+from reflexio.service.core import Core
+from reflexio.storage.base import Storage
+from reflexio.storage.filters import ACTIVE_STATUSES, LearningFilter
+from reflexio.storage.records import Approval, Audit, Learning, LearningKind, LearningStatus
+
+__all__ = [
+    "add_agent_playbooks",
+    "add_user_playbooks",
+    "audit",
+    "bulk_delete",
+    "delete_agent_playbook",
+    "delete_agent_playbooks_by_ids",
+    "delete_all_agent_playbooks",
+    "delete_all_playbooks",
+    "delete_all_user_playbooks",
+    "delete_one",
+    "delete_user_playbook",
+    "delete_user_playbooks_by_ids",
+    "find_one",
+    "get_agent_playbooks",
+    "get_user_playbooks",
+    "listed",
+    "statuses_or",
+    "text_changes",
+    "update_agent_playbook",
+    "update_agent_playbook_status",
+    "update_user_playbook",
+]
+
+USER = LearningKind.USER_PLAYBOOK
+AGENT = LearningKind.AGENT_PLAYBOOK
+
+
+# -- shared by every learning use case ----------------------------------------------------------
+
+
+def audit(actor: str, reason: str) -> Audit:
+    """The history entry's who and why for a change made through the API."""
+    return Audit(actor=actor, reason=reason)
+
+
+def listed(
+    core: Core, org_id: str, where: LearningFilter, query: str | None, limit: int
+) -> list[tuple[Learning, float | None]]:
+    """Rows matching ``where``: the newest first, or ranked by relevance when a query is given.
+
+    A query goes through the same ranking as search (threshold included), so a "get" with a
+    query never returns rows that search would call irrelevant.
+    """
+    if not query or not query.strip():
+        return [(row, None) for row in core.storage.list_learnings(org_id, where, limit=limit)]
+    configured = core.org_config(org_id).search_threshold
+    plan = retrieve.Plan(
+        text=query,
+        filters=(where,),
+        top_k=limit,
+        threshold=retrieve.DEFAULT_THRESHOLD if configured is None else configured,
+    )
+    return [(row, score) for row, score in retrieve.rank(core, org_id, plan).hits[0]]
+
+
+def find_one(storage: Storage, org_id: str, where: LearningFilter, what: str) -> Learning:
+    """The single row ``where`` names in the caller's org.
+
+    Raises:
+        NotFoundError: It does not exist (or belongs to another org).
+    """
+    rows = storage.get_learnings(org_id, where)
+    if not rows:
+        raise NotFoundError(f"{what} not found")
+    return rows[0]
+
+
+def delete_one(core: Core, org_id: str, where: LearningFilter, what: str, actor: str) -> int:
+    """Delete the row(s) ``where`` names; a missing target is a 404, not a silent success."""
+    deleted = core.storage.delete_learnings(org_id, where, audit(actor, f"deleted {what} through the API"))
+    if not deleted:
+        raise NotFoundError(f"{what} not found")
+    return deleted
+
+
+def bulk_delete(core: Core, org_id: str, where: LearningFilter, what: str, actor: str) -> BulkDeleteResponse:
+    """Delete every row matching ``where`` and report how many really went."""
+    deleted = core.storage.delete_learnings(org_id, where, audit(actor, f"bulk delete of {what}"))
+    return BulkDeleteResponse(success=True, deleted_count=deleted, message=f"Deleted {deleted} {what}")
+
+
+def text_changes(**fields: str | None) -> dict[str, Any]:
+    """The edits a partial update asks for: every field the caller did not leave null."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def statuses_or(
+    requested: list[Status | None] | None, default: tuple[LearningStatus, ...]
+) -> tuple[LearningStatus, ...]:
+    """A wire status filter as storage statuses; null or empty means ``default``."""
+    return views.learning_statuses(requested) or default
+
+
+# -- user playbooks -----------------------------------------------------------------------------
+
+
+def add_user_playbooks(
+    core: Core, org_id: str, req: AddUserPlaybookRequest, *, actor: str = "api"
+) -> AddUserPlaybookResponse:
+    """Store hand-written user playbooks (embedded and indexed like extracted ones)."""
+    rows = [views.from_user_playbook(org_id, p) for p in req.user_playbooks]
+    saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
+    return AddUserPlaybookResponse(
+        success=True, added_count=len(saved), message=f"Added {len(saved)} user playbook(s)"
+    )
+
+
+def get_user_playbooks(core: Core, org_id: str, req: GetUserPlaybooksRequest) -> GetUserPlaybooksViewResponse:
+    """User playbooks by scope; no status filter means every non-tombstone state."""
+    where = LearningFilter(
+        kinds=(USER,),
+        ids=(req.user_playbook_id,) if req.user_playbook_id else None,
+        user_id=req.user_id or None,
+        request_id=req.request_id or None,
+        playbook_name=req.playbook_name or None,
+        agent_version=req.agent_version or None,
+        statuses=statuses_or(req.status_filter, ACTIVE_STATUSES),
+        tags=tuple(req.tags) if req.tags else None,
+        created_after=views.epoch(req.start_time),
+        created_before=views.epoch(req.end_time),
+    )
+    hits = listed(core, org_id, where, req.query, req.limit or 100)
+    return GetUserPlaybooksViewResponse(
+        success=True, user_playbooks=[views.user_playbook_view(r, s) for r, s in hits]
+    )
+
+
+def update_user_playbook(
+    core: Core, org_id: str, req: UpdateUserPlaybookRequest, *, actor: str = "api"
+) -> UpdateUserPlaybookResponse:
+    """Edit a user playbook's text; the row is re-embedded when its text changes.
+
+    Raises:
+        NotFoundError: No such user playbook in the caller's org.
+    """
+    what = f"user playbook {req.user_playbook_id}"
+    row = find_one(core.storage, org_id, LearningFilter(kinds=(USER,), ids=(req.user_playbook_id,)), what)
+    changes = text_changes(
+        playbook_name=req.playbook_name, content=req.content, trigger=req.trigger, rationale=req.rationale
+    )
+    if changes:
+        core.storage.save_learnings([row.copy(**changes)], audit(actor, "edited through the API"))
+    return UpdateUserPlaybookResponse(success=True, msg=f"Updated {what}" if changes else "Nothing to update")
+
+
+def delete_user_playbook(
+    core: Core, org_id: str, req: DeleteUserPlaybookRequest, *, actor: str = "api"
+) -> DeleteUserPlaybookResponse:
+    """Delete one user playbook (404 when it does not exist)."""
+    what = f"user playbook {req.user_playbook_id}"
+    delete_one(core, org_id, LearningFilter(kinds=(USER,), ids=(req.user_playbook_id,)), what, actor)
+    return DeleteUserPlaybookResponse(success=True, message=f"Deleted {what}")
+
+
+def delete_user_playbooks_by_ids(
+    core: Core, org_id: str, req: DeleteUserPlaybooksByIdsRequest, *, actor: str = "api"
+) -> BulkDeleteResponse:
+    """Delete the listed user playbooks that exist; the count says how many did."""
+    where = LearningFilter(kinds=(USER,), ids=tuple(req.user_playbook_ids))
+    return bulk_delete(core, org_id, where, "user playbook(s)", actor)
+
+
+def delete_all_user_playbooks(core: Core, org_id: str, *, actor: str = "api") -> BulkDeleteResponse:
+    """Delete every user playbook of the org."""
+    return bulk_delete(core, org_id, LearningFilter(kinds=(USER,)), "user playbook(s)", actor)
+
+
+# -- agent playbooks ----------------------------------------------------------------------------
+
+
+def add_agent_playbooks(
+    core: Core, org_id: str, req: AddAgentPlaybookRequest, *, actor: str = "api"
+) -> AddAgentPlaybookResponse:
+    """Store hand-written agent playbooks in the review state the caller gives (default pending)."""
+    rows = [views.from_agent_playbook(org_id, p) for p in req.agent_playbooks]
+    saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
+    return AddAgentPlaybookResponse(
+        success=True, added_count=len(saved), message=f"Added {len(saved)} agent playbook(s)"
+    )
+
+
+def get_agent_playbooks(
+    core: Core, org_id: str, req: GetAgentPlaybooksRequest
+) -> GetAgentPlaybooksViewResponse:
+    """Agent playbooks in any review state (for review screens); current versions by default."""
+    review = req.playbook_status_filter
+    where = LearningFilter(
+        kinds=(AGENT,),
+        ids=(req.agent_playbook_id,) if req.agent_playbook_id else None,
+        playbook_name=req.playbook_name or None,
+        agent_version=req.agent_version or None,
+        statuses=statuses_or(req.status_filter, (LearningStatus.CURRENT,)),
+        approvals=None if review is None else (Approval(PlaybookStatus(review).value),),
+        tags=tuple(req.tags) if req.tags else None,
+        created_after=views.epoch(req.start_time),
+        created_before=views.epoch(req.end_time),
+    )
+    hits = listed(core, org_id, where, req.query, req.limit or 100)
+    return GetAgentPlaybooksViewResponse(
+        success=True, agent_playbooks=[views.agent_playbook_view(r, s) for r, s in hits]
+    )
+
+
+def update_agent_playbook(
+    core: Core, org_id: str, req: UpdateAgentPlaybookRequest, *, actor: str = "api"
+) -> UpdateAgentPlaybookResponse:
+    """Edit an agent playbook's text and/or review state in one transaction.
+
+    Text is saved (re-embedding the row); a review state change is recorded as its own
+    history event, exactly as ``update_agent_playbook_status`` records it.
+
+    Raises:
+        NotFoundError: No such agent playbook in the caller's org.
+    """
+    what = f"agent playbook {req.agent_playbook_id}"
+    where = LearningFilter(kinds=(AGENT,), ids=(req.agent_playbook_id,))
+    changes = text_changes(
+        playbook_name=req.playbook_name, content=req.content, trigger=req.trigger, rationale=req.rationale
+    )
+    with core.storage.transaction() as tx:
+        row = find_one(tx, org_id, where, what)
+        if changes:
+            tx.save_learnings([row.copy(**changes)], audit(actor, "edited through the API"))
+        if req.playbook_status is not None:
+            _review(tx, org_id, where, req.playbook_status, actor)
+    changed = bool(changes) or req.playbook_status is not None
+    return UpdateAgentPlaybookResponse(
+        success=True, msg=f"Updated {what}" if changed else "Nothing to update"
+    )
+
+
+def update_agent_playbook_status(
+    core: Core, org_id: str, req: UpdatePlaybookStatusRequest, *, actor: str = "api"
+) -> UpdatePlaybookStatusResponse:
+    """Approve, reject or re-open an agent playbook; a rejected one leaves retrieval at once.
+
+    Raises:
+        NotFoundError: No such agent playbook in the caller's org.
+    """
+    what = f"agent playbook {req.agent_playbook_id}"
+    where = LearningFilter(kinds=(AGENT,), ids=(req.agent_playbook_id,))
+    if not _review(core.storage, org_id, where, req.playbook_status, actor):
+        raise NotFoundError(f"{what} not found")
+    status = PlaybookStatus(req.playbook_status).value
+    return UpdatePlaybookStatusResponse(success=True, msg=f"Set {what} to {status}")
+
+
+def _review(
+    storage: Storage, org_id: str, where: LearningFilter, status: PlaybookStatus, actor: str
+) -> list[int]:
+    decision = PlaybookStatus(status).value
+    return storage.update_learnings(
+        org_id, where, {"approval": Approval(decision)}, audit(actor, f"review decision: {decision}")
+    )
+
+
+def delete_agent_playbook(
+    core: Core, org_id: str, req: DeleteAgentPlaybookRequest, *, actor: str = "api"
+) -> DeleteAgentPlaybookResponse:
+    """Delete one agent playbook (404 when it does not exist)."""
+    what = f"agent playbook {req.agent_playbook_id}"
+    delete_one(core, org_id, LearningFilter(kinds=(AGENT,), ids=(req.agent_playbook_id,)), what, actor)
+    return DeleteAgentPlaybookResponse(success=True, message=f"Deleted {what}")
+
+
+def delete_agent_playbooks_by_ids(
+    core: Core, org_id: str, req: DeleteAgentPlaybooksByIdsRequest, *, actor: str = "api"
+) -> BulkDeleteResponse:
+    """Delete the listed agent playbooks that exist; the count says how many did."""
+    where = LearningFilter(kinds=(AGENT,), ids=tuple(req.agent_playbook_ids))
+    return bulk_delete(core, org_id, where, "agent playbook(s)", actor)
+
+
+def delete_all_agent_playbooks(core: Core, org_id: str, *, actor: str = "api") -> BulkDeleteResponse:
+    """Delete every agent playbook of the org."""
+    return bulk_delete(core, org_id, LearningFilter(kinds=(AGENT,)), "agent playbook(s)", actor)
+
+
+def delete_all_playbooks(core: Core, org_id: str, *, actor: str = "api") -> BulkDeleteResponse:
+    """Delete every user and agent playbook of the org (profiles stay)."""
+    return bulk_delete(core, org_id, LearningFilter(kinds=(USER, AGENT)), "playbook(s)", actor)
