@@ -24,6 +24,9 @@ def embedder() -> Embedder:
     return open_embedder("wordllama")
 
 
+_SCHEMAS: list[str] = []
+
+
 def postgres_schema_url() -> str:
     """A URL whose connections use a fresh schema (pgvector stays in public)."""
     import psycopg
@@ -32,6 +35,7 @@ def postgres_schema_url() -> str:
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(f"CREATE SCHEMA {schema}")
+    _SCHEMAS.append(schema)
     sep = "&" if "?" in POSTGRES_URL else "?"
     return f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema},public"
 
@@ -53,3 +57,16 @@ def storage(
     store = open_storage(storage_url(request.param, tmp_path), embedder)
     yield store
     store.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_postgres_schemas() -> Iterator[None]:
+    """Drop this session's test schemas at the end so the throwaway server stays small."""
+    yield
+    if not (POSTGRES_URL and _SCHEMAS):
+        return
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        for schema in _SCHEMAS:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -144,3 +144,30 @@ def test_jobs_sharing_a_key_never_run_at_the_same_time(storage: Storage) -> None
     assert storage.finish_job(reclaimed.id, "w2")
     (next_up,) = storage.claim_jobs("w3", limit=5, lease_seconds=30)
     assert next_up.id == second.id
+
+
+def test_of_several_dead_jobs_sharing_a_key_the_newest_is_revived(storage: Storage) -> None:
+    for _ in range(2):
+        storage.enqueue_jobs([job()])
+        (held,) = storage.claim_jobs("w", limit=1, lease_seconds=30)
+        storage.finish_job(held.id, "w", error="boom")
+    dead = storage.list_jobs("o1", statuses=[JobStatus.DEAD])
+    assert len(dead) == 2
+    assert storage.retry_jobs("o1") == 1
+    (queued,) = storage.list_jobs("o1", statuses=[JobStatus.QUEUED])
+    assert queued.id == max(j.id for j in dead)
+
+
+def test_claiming_no_tasks_claims_nothing(storage: Storage) -> None:
+    storage.enqueue_jobs([job()])
+    assert storage.claim_jobs("w", limit=5, lease_seconds=30, tasks=[]) == []
+    assert len(storage.claim_jobs("w", limit=5, lease_seconds=30, tasks=None)) == 1
+
+
+def test_release_hands_work_to_a_queued_twin(storage: Storage) -> None:
+    storage.enqueue_jobs([job()])
+    (held,) = storage.claim_jobs("w", limit=1, lease_seconds=30)
+    twin = storage.enqueue_jobs([job()])[0]
+    assert storage.release_jobs("w", [held.id]) == 1
+    statuses = {j.id: j.status for j in storage.list_jobs("o1")}
+    assert statuses == {held.id: JobStatus.DONE, twin.id: JobStatus.QUEUED}

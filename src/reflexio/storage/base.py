@@ -33,7 +33,9 @@ from reflexio.storage.records import (
     JobStatus,
     Learning,
     LearningEvent,
+    LLMUsageRecord,
     RequestRecord,
+    UsageSummary,
 )
 
 __all__ = ["Storage"]
@@ -116,7 +118,7 @@ class Storage(Protocol):
         ...
 
     # -- learnings --------------------------------------------------------------------------
-    def save_learnings(self, rows: Sequence[Learning], audit: Audit) -> list[Learning]:
+    def save_learnings(self, rows: Sequence[Learning], /, audit: Audit) -> list[Learning]:
         """Insert rows with ``id == 0``, replace rows with an id; returns the stored rows.
 
         Embeddings are (re)computed for rows whose searchable text changed. Each change is
@@ -187,7 +189,7 @@ class Storage(Protocol):
         ...
 
     # -- evaluations, bookmarks, configs ---------------------------------------------------
-    def add_evaluations(self, rows: Sequence[EvaluationRecord]) -> list[EvaluationRecord]:
+    def add_evaluations(self, rows: Sequence[EvaluationRecord], /) -> list[EvaluationRecord]:
         """Store judgements; returns them with ids."""
         ...
 
@@ -312,6 +314,17 @@ class Storage(Protocol):
 
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
         """Move dead jobs (all, or these) back to the queue with fresh attempts."""
+        ...
+
+    # -- LLM accounting ---------------------------------------------------------------------
+    def add_llm_usage(self, rows: Sequence[LLMUsageRecord], /) -> None:
+        """Record finished LLM calls (append-only; ``created_at`` 0 means now)."""
+        ...
+
+    def llm_usage(
+        self, org_id: str, *, job_id: int | None = None, since: float | None = None
+    ) -> UsageSummary:
+        """Totals of an org's LLM calls, per role; only one job's or those since a time."""
         ...
 
 

@@ -37,7 +37,10 @@ from reflexio.storage.records import (
     JobStatus,
     Learning,
     LearningEvent,
+    LLMUsageRecord,
     RequestRecord,
+    UsageSummary,
+    UsageTotals,
     now,
 )
 
@@ -57,6 +60,7 @@ class _State:
     exposures: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
     api_keys: dict[int, ApiKeyRecord] = field(default_factory=dict)
     jobs: dict[int, Job] = field(default_factory=dict)
+    llm_usage: list[LLMUsageRecord] = field(default_factory=list)
     next_id: dict[str, int] = field(default_factory=dict)
 
     def new_id(self, table: str) -> int:
@@ -76,6 +80,7 @@ class _State:
             exposures={k: set(v) for k, v in self.exposures.items()},
             api_keys=dict(self.api_keys),
             jobs=dict(self.jobs),
+            llm_usage=list(self.llm_usage),
             next_id=dict(self.next_id),
         )
 
@@ -579,7 +584,12 @@ class MemoryStorage:
             for job_id in job_ids:
                 job = self._state.jobs.get(job_id)
                 if job and job.status is JobStatus.RUNNING and job.lease_owner == worker:
-                    self._state.jobs[job_id] = common.released(job, now())
+                    twin = self._queued_twin(job)
+                    if twin is None:
+                        self._state.jobs[job_id] = common.released(job, now())
+                    else:  # the queued twin will do this work
+                        note = f"released at shutdown; continues as job {twin.id}"
+                        self._state.jobs[job_id] = common.finished(job, now(), note, None, done=True)
                     n += 1
             return n
 
@@ -623,15 +633,39 @@ class MemoryStorage:
         with self._lock:
             n = 0
             t = now()
-            for job in list(self._state.jobs.values()):
+            for job in sorted(self._state.jobs.values(), key=lambda j: -j.id):  # newest first
                 if (
                     job.org_id == org_id
                     and job.status is JobStatus.DEAD
                     and (job_ids is None or job.id in job_ids)
+                    and self._queued_twin(job) is None  # one queued job per key: revive the newest
                 ):
                     self._state.jobs[job.id] = common.revived(job, t)
                     n += 1
             return n
+
+    # -- LLM accounting ---------------------------------------------------------------------
+    def add_llm_usage(self, rows: Sequence[LLMUsageRecord]) -> None:
+        with self._lock:
+            for row in rows:
+                new = copy.copy(row)
+                new.id = self._state.new_id("llm_usage")
+                new.created_at = new.created_at or now()
+                self._state.llm_usage.append(new)
+
+    def llm_usage(
+        self, org_id: str, *, job_id: int | None = None, since: float | None = None
+    ) -> UsageSummary:
+        by_role: dict[str, UsageTotals] = {}
+        with self._lock:
+            for row in self._state.llm_usage:
+                if (
+                    row.org_id == org_id
+                    and (job_id is None or row.job_id == job_id)
+                    and (since is None or row.created_at >= since)
+                ):
+                    by_role.setdefault(row.role, UsageTotals()).add(UsageTotals.of_row(row))
+        return UsageSummary.of_roles(by_role)
 
 
 def _revoked(key: ApiKeyRecord) -> ApiKeyRecord:

@@ -75,7 +75,9 @@ from reflexio.storage.records import (
     JobStatus,
     Learning,
     LearningEvent,
+    LLMUsageRecord,
     RequestRecord,
+    UsageSummary,
     Vector,
     now,
 )
@@ -99,6 +101,12 @@ _CHANGE_LOG_KEEP: Final = 200_000
 _LOCK_NAMESPACE: Final = 0x52464C58
 #: ``ts_rank``'s ceiling for lexemes without a weight label (weight D = 0.1).
 _TS_RANK_CEILING: Final = 0.1
+#: The vector arm walks the HNSW graph only for scopes the planner expects to hold at least
+#: this many rows and this share of the table. pgvector's cost model underrates filtered
+#: graph walks: on 100k rows it chose HNSW for a 170-row scope at ten times the exact scan's
+#: time, and a walk through a graph where few nodes pass the filter can give up short.
+_HNSW_MIN_SCOPE: Final = 2_000
+_HNSW_MIN_SHARE: Final = 0.01
 #: pgvector limits: a ``vector`` has at most 16000 dimensions, an HNSW index 2000.
 _MAX_DIM: Final = 16_000
 _HNSW_MAX_DIM: Final = 2_000
@@ -199,6 +207,7 @@ class PostgresStorage:
         self.embedder = embedder
         self._local = threading.local()
         self._tx: _Tx | None = None
+        self._hnsw_dims: frozenset[int] = frozenset()
         with _errors():
             self._vector_type, self._iterative_scan = self._migrate(hnsw_min_rows)
             self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -226,7 +235,8 @@ class PostgresStorage:
                     if number not in done:
                         conn.execute(script.encode())
                         conn.execute(_Q["record_migration"], {"version": number})
-                _ensure_hnsw(conn, self.embedder.dim, hnsw_min_rows)
+                if _ensure_hnsw(conn, self.embedder.dim, hnsw_min_rows):
+                    self._hnsw_dims = frozenset({self.embedder.dim})
             info = TypeInfo.fetch(conn, "vector")
         if info is None:
             raise StorageError("the pgvector type 'vector' is not on the search_path")
@@ -289,10 +299,14 @@ class PostgresStorage:
             yield view
 
     def ping(self) -> None:
+        tx = self._current()
         try:
-            with self._read() as conn:
-                conn.execute("SELECT 1").fetchone()
-        except (psycopg.Error, StorageError) as exc:
+            if tx is not None:
+                tx.conn.execute("SELECT 1")
+                return
+            with self._pool.connection(timeout=5.0) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL is not answering: {exc}") from exc
 
     def close(self) -> None:
@@ -516,18 +530,36 @@ class PostgresStorage:
 
     # -- search -------------------------------------------------------------------------------
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
-        tsquery = None if query.mode is SearchMode.VECTOR else _tsquery(query.text)
-        vector = _query_vector(query)
         out: list[Candidate] = []
         with self._read() as conn:
             for i, where in enumerate(query.filters):
-                sql, params = _search_sql(org_id, where, tsquery, vector, query)
-                # prepare=False: plan with the actual values every time, so a narrow scope
-                # takes its btree index and a broad one may take HNSW.
-                with conn.cursor(binary=True) as cur:
-                    cur.execute(sql, params, prepare=False)
-                    out.extend(_candidate(r, i) for r in cur)
+                out.extend(_candidate(r, i) for r in self._search_one(conn, org_id, where, query))
         return out
+
+    def _search_one(
+        self, conn: Conn, org_id: str, where: LearningFilter, query: CandidateQuery
+    ) -> list[DictRow]:
+        search = _Search.of(org_id, where, query)
+        hnsw = search.vector is not None and self._hnsw_pays(conn, search)
+        found = search.run(conn, hnsw=hnsw)
+        if hnsw and sum(1 for r in found if r["vector_rank"]) < search.limit:
+            # The filtered graph walk gave up before it found enough rows of the scope.
+            found = search.run(conn, hnsw=False)
+        return found
+
+    def _hnsw_pays(self, conn: Conn, search: _Search) -> bool:
+        """Whether the scope is big enough, absolutely and as a share of the table, for a
+        filtered HNSW walk to beat an exact scan (planner estimates, ~0.3 ms)."""
+        assert search.vector is not None
+        dim = _dim(len(search.vector))
+        if dim not in self._hnsw_dims:
+            return False
+        sql = _Q["scope_estimate"].format(where=search.where_sql, dim=dim)
+        params = [search.org_id, *search.where_params, search.model]
+        plan = _one(conn, sql, params, prepare=False)["QUERY PLAN"]
+        rows = float(plan[0]["Plan"]["Plan Rows"])
+        table = float(_one(conn, _Q["table_estimate"], {})["n"])
+        return rows >= max(_HNSW_MIN_SCOPE, _HNSW_MIN_SHARE * table)
 
     def list_events(
         self,
@@ -822,6 +854,24 @@ class PostgresStorage:
         with self._write() as conn:
             return conn.execute(_Q["retry_jobs"], params).rowcount
 
+    # -- LLM accounting ---------------------------------------------------------------------
+    def add_llm_usage(self, rows_in: Sequence[LLMUsageRecord]) -> None:
+        if not rows_in:
+            return
+        t = now()
+        with self._write() as conn, conn.cursor() as cur:
+            cur.executemany(
+                _Q["insert_llm_usage"], [rows.usage_params(r, r.created_at or t) for r in rows_in]
+            )
+
+    def llm_usage(
+        self, org_id: str, *, job_id: int | None = None, since: float | None = None
+    ) -> UsageSummary:
+        params = {"org_id": org_id, "job_id": job_id, "since": since}
+        with self._read() as conn:
+            found = conn.execute(_Q["llm_usage_by_role"], params).fetchall()
+        return UsageSummary.of_roles({r["role"]: rows.usage_totals_from(r) for r in found})
+
 
 # -- schema helpers ---------------------------------------------------------------------------
 def _ensure_vector(conn: Conn) -> tuple[int, ...]:
@@ -844,18 +894,19 @@ def _ensure_vector(conn: Conn) -> tuple[int, ...]:
     return tuple(int(part) for part in str(row["extversion"]).split(".") if part.isdigit())
 
 
-def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> None:
-    """Build the HNSW index for ``dim`` once enough vectors of that dimension exist."""
-    if min_rows is None or not 1 <= _dim(dim) <= _HNSW_MAX_DIM:
-        return
-    row = conn.execute(_Q["index_exists"], {"name": f"learnings_hnsw_{dim}"}).fetchone()
-    if row and row["present"]:
-        return
-    if min_rows > 0:
-        counted = conn.execute(_Q["count_dim"], {"dim": dim, "cap": min_rows}).fetchone()
-        if counted is None or int(counted["n"]) < min_rows:
-            return
+def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> bool:
+    """Build the HNSW index for ``dim`` once enough vectors of that dimension exist;
+    returns whether the index exists."""
+    if not 1 <= _dim(dim) <= _HNSW_MAX_DIM:
+        return False
+    if _one(conn, _Q["index_exists"], {"name": f"learnings_hnsw_{dim}"})["present"]:
+        return True
+    if min_rows is None:
+        return False
+    if min_rows > 0 and _one(conn, _Q["count_dim"], {"dim": dim, "cap": min_rows})["n"] < min_rows:
+        return False
     conn.execute(_Q["create_hnsw"].format(dim=_dim(dim)))
+    return True
 
 
 def _dim(value: int) -> int:
@@ -868,8 +919,10 @@ def _dim(value: int) -> int:
 
 
 # -- row helpers --------------------------------------------------------------------------------
-def _one(conn: Conn, query: str, params: Mapping[str, Any]) -> DictRow:
-    row = conn.execute(query, params).fetchone()
+def _one(
+    conn: Conn, query: str, params: Mapping[str, Any] | Sequence[Any], *, prepare: bool | None = None
+) -> DictRow:
+    row = conn.execute(query, params, prepare=prepare).fetchone()
     assert row is not None
     return row
 
@@ -981,37 +1034,62 @@ def _query_vector(query: CandidateQuery) -> Vector | None:
     return vector
 
 
-def _search_sql(
-    org_id: str,
-    where: LearningFilter,
-    tsquery: str | None,
-    vector: Vector | None,
-    query: CandidateQuery,
-) -> tuple[str, list[Any]]:
-    """One filter's search statement and its parameters, in the order they appear."""
-    where_sql, where_params = where_learnings(where, POSTGRES)
-    limit = max(0, query.limit)
-    parts = {
-        "columns": rows.LEARNING_COLUMNS,
-        "fts": _Q["search_no_arm"].format(name="fts"),
-        "vec": _Q["search_no_arm"].format(name="vec"),
-        "fts_score": "NULL::real",
-        "vector_score": "NULL::double precision",
-    }
-    arms: list[Any] = []
-    scores: list[Any] = []
-    if tsquery is not None:
-        parts["fts"] = _Q["search_fts_arm"].format(where=where_sql)
-        parts["fts_score"] = _Q["search_fts_score"]
-        arms += [tsquery, org_id, *where_params, tsquery, limit]
-        scores += [tsquery]
-    if vector is not None:
-        dim = _dim(len(vector))  # a literal, so the partial HNSW index for it can match
-        parts["vec"] = _Q["search_vector_arm"].format(where=where_sql, dim=dim)
-        parts["vector_score"] = _Q["search_vector_score"].format(dim=dim)
-        arms += [vector, org_id, *where_params, query.embed_model, limit]
-        scores += [query.embed_model, vector]
-    return _Q["search_candidates"].format(**parts), arms + scores
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One filter of a ``CandidateQuery``, compiled once for its statement(s)."""
+
+    org_id: str
+    where_sql: str
+    where_params: list[Any]
+    tsquery: str | None
+    vector: Vector | None
+    model: str
+    limit: int
+
+    @classmethod
+    def of(cls, org_id: str, where: LearningFilter, query: CandidateQuery) -> _Search:
+        where_sql, where_params = where_learnings(where, POSTGRES)
+        tsquery = None if query.mode is SearchMode.VECTOR else _tsquery(query.text)
+        vector = _query_vector(query)
+        limit = max(0, query.limit)
+        return cls(org_id, where_sql, where_params, tsquery, vector, query.embed_model, limit)
+
+    def run(self, conn: Conn, *, hnsw: bool) -> list[DictRow]:
+        """The candidates, each with both arms' scores and ranks."""
+        sql, params = self.statement(hnsw=hnsw)
+        # prepare=False: planned with the actual values every time, so the scope's
+        # selectivity decides between the btree indexes, GIN and (when allowed) HNSW.
+        with conn.cursor(binary=True) as cur:
+            cur.execute(sql, params, prepare=False)
+            return cur.fetchall()
+
+    def statement(self, *, hnsw: bool) -> tuple[str, list[Any]]:
+        """The SQL and its parameters, in the order they appear in it."""
+        parts = {
+            "columns": rows.LEARNING_COLUMNS,
+            "fts": _Q["search_no_arm"].format(name="fts"),
+            "vec": _Q["search_no_arm"].format(name="vec"),
+            "fts_score": "NULL::real",
+            "vector_score": "NULL::double precision",
+        }
+        scope = [self.org_id, *self.where_params]
+        arms: list[Any] = []
+        scores: list[Any] = []
+        if self.tsquery is not None:
+            parts["fts"] = _Q["search_fts_arm"].format(where=self.where_sql)
+            parts["fts_score"] = _Q["search_fts_score"]
+            arms += [self.tsquery, *scope, self.tsquery, self.limit]
+            scores += [self.tsquery]
+        if self.vector is not None:
+            dim = _dim(len(self.vector))  # a literal, so the partial HNSW index can match
+            distance = _Q["search_hnsw_distance" if hnsw else "search_exact_distance"]
+            parts["vec"] = _Q["search_vector_arm"].format(
+                where=self.where_sql, dim=dim, distance=distance.format(dim=dim)
+            )
+            parts["vector_score"] = _Q["search_vector_score"].format(dim=dim)
+            arms += [self.vector, *scope, self.model, self.limit]
+            scores += [self.model, self.vector]
+        return _Q["search_candidates"].format(**parts), arms + scores
 
 
 def _candidate(r: DictRow, filter_index: int) -> Candidate:

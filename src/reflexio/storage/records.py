@@ -27,11 +27,14 @@ __all__ = [
     "InteractionRecord",
     "Job",
     "JobStatus",
+    "LLMUsageRecord",
     "Learning",
     "LearningEvent",
     "LearningKind",
     "LearningStatus",
     "RequestRecord",
+    "UsageSummary",
+    "UsageTotals",
     "Vector",
     "now",
 ]
@@ -285,3 +288,80 @@ class ApiKeyRecord:
     name: str = ""
     created_at: float = 0.0
     revoked_at: float | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class LLMUsageRecord:
+    """One logical LLM call (retries and the repair attempt included): what it cost and took.
+
+    Rows are written as calls finish, outside the job's effects transaction, so a job that
+    fails after paying for a call still has that call accounted.
+    """
+
+    org_id: str
+    role: str
+    model: str
+    prompt: str
+    prompt_version: str = ""
+    job_id: int | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    ok: bool = True
+    error: str | None = None
+    id: int = 0
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class UsageTotals:
+    """Sums over LLM usage rows (``failed`` counts calls that ended in an error)."""
+
+    calls: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: UsageTotals) -> None:
+        """Fold ``other`` into these totals."""
+        self.calls += other.calls
+        self.failed += other.failed
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd += other.cost_usd
+        self.latency_ms += other.latency_ms
+
+    @classmethod
+    def of_row(cls, row: LLMUsageRecord) -> UsageTotals:
+        """The totals of a single call."""
+        return cls(
+            calls=1,
+            failed=0 if row.ok else 1,
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+            cost_usd=row.cost_usd,
+            latency_ms=row.latency_ms,
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class UsageSummary(UsageTotals):
+    """LLM usage of an org (or one job of it): overall totals and totals per role."""
+
+    by_role: dict[str, UsageTotals] = field(default_factory=dict)
+
+    @classmethod
+    def of_roles(cls, by_role: dict[str, UsageTotals]) -> UsageSummary:
+        """Overall totals computed from per-role totals."""
+        out = cls(by_role=dict(sorted(by_role.items())))
+        for totals in out.by_role.values():
+            out.add(totals)
+        return out

@@ -25,7 +25,9 @@ from reflexio.storage.records import (
     LearningEvent,
     LearningKind,
     LearningStatus,
+    LLMUsageRecord,
     RequestRecord,
+    UsageTotals,
 )
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
     "learning_from",
     "learning_params",
     "request_from",
+    "usage_params",
+    "usage_totals_from",
 ]
 
 LEARNING_COLUMNS = (
@@ -342,3 +346,34 @@ def dumps(value: Any) -> str | None:
 def loads(value: Any) -> Any:
     """Decode JSON text (non-text values pass through)."""
     return _loads(value)
+
+
+def usage_params(row: LLMUsageRecord, created_at: float) -> dict[str, Any]:
+    """Named parameters for inserting one LLM usage row (``ok`` is a bool on both backends)."""
+    return {
+        "org_id": row.org_id,
+        "job_id": row.job_id,
+        "role": row.role,
+        "model": row.model,
+        "prompt": row.prompt,
+        "prompt_version": row.prompt_version,
+        "prompt_tokens": row.prompt_tokens,
+        "completion_tokens": row.completion_tokens,
+        "cost_usd": row.cost_usd,
+        "latency_ms": row.latency_ms,
+        "ok": row.ok,
+        "error": row.error,
+        "created_at": created_at,
+    }
+
+
+def usage_totals_from(r: Mapping[str, Any]) -> UsageTotals:
+    """Per-role totals from a row of the ``llm_usage_by_role`` query."""
+    return UsageTotals(
+        calls=int(r["calls"]),
+        failed=int(r["failed"]),
+        prompt_tokens=int(r["prompt_tokens"]),
+        completion_tokens=int(r["completion_tokens"]),
+        cost_usd=float(r["cost_usd"]),
+        latency_ms=float(r["latency_ms"]),
+    )

@@ -51,10 +51,18 @@ class Queries:
     def __init__(self, dialect: str) -> None:
         text = resources.files("reflexio.storage").joinpath("sql", dialect, "queries.sql").read_text()
         parts = _NAME.split(text)
-        self._sql = {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
+        self._sql = {parts[i]: _body(parts[i + 1]) for i in range(1, len(parts), 2)}
 
     def __getitem__(self, name: str) -> str:
         return self._sql[name]
+
+
+def _body(chunk: str) -> str:
+    """A query's text without the comment lines that introduce the next query."""
+    lines = chunk.strip().splitlines()
+    while lines and lines[-1].lstrip().startswith("--"):
+        lines.pop()
+    return "\n".join(lines).strip()
 
 
 @cache

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from reflexio import search
 from reflexio.embed import Embedder
 from reflexio.errors import ConflictError, NotFoundError, StorageError
@@ -34,6 +36,7 @@ from reflexio.storage.filters import (
 from reflexio.storage.index import IndexRow, LearningIndex
 from reflexio.storage.records import (
     ApiKeyRecord,
+    Approval,
     Audit,
     Bookmark,
     EvaluationRecord,
@@ -42,7 +45,11 @@ from reflexio.storage.records import (
     JobStatus,
     Learning,
     LearningEvent,
+    LearningKind,
+    LearningStatus,
+    LLMUsageRecord,
     RequestRecord,
+    UsageSummary,
     now,
 )
 from reflexio.storage.sql import (
@@ -305,7 +312,9 @@ class SqliteStorage:
         for chunk in iter_chunks(list(ids), 500):
             marks = SQLITE.params(len(chunk))
             found = conn.execute(
-                f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = ? AND id IN ({marks})",
+                # "+org_id": with 20+ ids SQLite would otherwise walk the org's rows by an index
+                # (O(org size) per call); the rowid lookups are what we want.
+                f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE +org_id = ? AND id IN ({marks})",
                 [org_id, *chunk],
             )
             out.extend(rows.learning_from(r) for r in found)
@@ -445,9 +454,20 @@ class SqliteStorage:
             return entry.index
 
     def _build_index(self, conn: sqlite3.Connection, org_id: str) -> LearningIndex:
-        found = conn.execute(f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = ?", (org_id,))
+        """Bulk-load an org's index, reading only the columns it keeps, in rowid order."""
+        ids = [r[0] for r in conn.execute("SELECT id FROM learnings WHERE org_id = ? ORDER BY id", (org_id,))]
+        cur = conn.cursor()
+        cur.row_factory = None  # plain tuples: _index_row reads by position
+        found: list[IndexRow] = []
+        for chunk in iter_chunks(ids, 500):
+            marks = SQLITE.params(len(chunk))
+            cur.execute(
+                f"SELECT {_INDEX_COLUMNS} FROM learnings WHERE +org_id = ? AND id IN ({marks})",
+                [org_id, *chunk],
+            )
+            found.extend(_index_row(org_id, r) for r in cur)
         index = LearningIndex()
-        index.upsert(IndexRow.of(rows.learning_from(r)) for r in found)
+        index.upsert(found)
         return index
 
     def list_events(
@@ -656,6 +676,8 @@ class SqliteStorage:
         with self._write() as conn:
             t = now()
             conn.execute(_Q["bury_exhausted_jobs"], {"error": common.LEASE_EXPIRED, "now": t})
+            if tasks is not None and not tasks:
+                return []
             task_sql = f"AND j.task IN ({SQLITE.params(len(tasks))})" if tasks else ""
             found = conn.execute(
                 "UPDATE jobs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
@@ -772,16 +794,83 @@ class SqliteStorage:
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
         with self._write() as conn:
             t = now()
-            id_sql = ""
+            ids: list[int] = list(job_ids or [])
+            id_sql = d_sql = ""
             if job_ids is not None:
-                id_sql = f"AND id IN ({SQLITE.params(len(job_ids))})" if job_ids else "AND FALSE"
+                marks = SQLITE.params(len(ids))
+                id_sql, d_sql = (
+                    (f"AND id IN ({marks})", f"AND d.id IN ({marks})") if ids else ("AND FALSE", "")
+                )
+            # One queued job per key: of several dead jobs sharing a key, the newest is revived.
             return conn.execute(
                 "UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, updated_at = ?, "
                 f"finished_at = NULL WHERE org_id = ? AND status = 'dead' {id_sql} "
                 "AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.org_id = jobs.org_id "
-                "AND q.task = jobs.task AND q.key = jobs.key AND q.status = 'queued')",
-                [t, t, org_id, *(job_ids or [])],
+                "AND q.task = jobs.task AND q.key = jobs.key AND q.status = 'queued') "
+                "AND (jobs.key IS NULL OR jobs.id = (SELECT max(d.id) FROM jobs d WHERE d.org_id = jobs.org_id "
+                f"AND d.task = jobs.task AND d.key = jobs.key AND d.status = 'dead' {d_sql}))",
+                [t, t, org_id, *ids, *ids],
             ).rowcount
+
+    # -- LLM accounting ---------------------------------------------------------------------
+    def add_llm_usage(self, rows_in: Sequence[LLMUsageRecord]) -> None:
+        if not rows_in:
+            return
+        t = now()
+        with self._write() as conn:
+            conn.executemany(
+                _Q["insert_llm_usage"], [rows.usage_params(r, r.created_at or t) for r in rows_in]
+            )
+
+    def llm_usage(
+        self, org_id: str, *, job_id: int | None = None, since: float | None = None
+    ) -> UsageSummary:
+        found = self._conn().execute(
+            _Q["llm_usage_by_role"], {"org_id": org_id, "job_id": job_id, "since": since}
+        )
+        return UsageSummary.of_roles({r["role"]: rows.usage_totals_from(r) for r in found})
+
+
+_INDEX_COLUMNS = (
+    'id, kind, profile_id, user_id, agent_version, playbook_name, content, "trigger", status, '
+    "approval, source, tags, custom_features, expires_at, request_id, created_at, updated_at, "
+    "embedding, embed_model"
+)
+_KIND_OF = {k.value: k for k in LearningKind}
+_STATUS_OF = {s.value: s for s in LearningStatus}
+_APPROVAL_OF = {a.value: a for a in Approval}
+
+
+def _index_row(org_id: str, r: tuple[Any, ...]) -> IndexRow:
+    """What the index keeps of a row selected with ``_INDEX_COLUMNS``.
+
+    A lean twin of ``rows.learning_from`` for the bulk load (300k rows must load in seconds):
+    it decodes only what ``IndexRow.of`` reads; the search text comes from ``Learning`` itself.
+    """
+    tags, features, blob = r[11], r[12], r[17]
+    learning = Learning(
+        org_id=org_id,
+        kind=_KIND_OF[r[1]],
+        id=r[0],
+        profile_id=r[2],
+        user_id=r[3],
+        agent_version=r[4],
+        playbook_name=r[5],
+        content=r[6],
+        trigger=r[7],
+        status=_STATUS_OF[r[8]],
+        approval=_APPROVAL_OF[r[9]] if r[9] else None,
+        source=r[10],
+        tags=[] if tags == "[]" else rows.loads(tags) or [],
+        custom_features=None if features is None else rows.loads(features),
+        expires_at=r[13],
+        request_id=r[14],
+        created_at=r[15],
+        updated_at=r[16],
+        embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32),
+        embed_model=r[18],
+    )
+    return IndexRow.of(learning)
 
 
 def _statements(script: str) -> list[str]:

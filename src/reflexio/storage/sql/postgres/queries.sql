@@ -65,7 +65,11 @@ ORDER BY score DESC, id DESC
 LIMIT %s
 
 -- name: learning_ids
-SELECT nextval(pg_get_serial_sequence('learnings', 'id')) AS id FROM generate_series(1, %(n)s)
+-- Ids for a bulk insert, drawn before COPY (which cannot return them); the sequence is
+-- resolved once, not per row.
+SELECT nextval(seq.oid) AS id
+FROM (SELECT pg_get_serial_sequence('learnings', 'id')::regclass::oid AS oid) seq,
+     generate_series(1, %(n)s)
 ORDER BY 1
 
 -- name: update_learning
@@ -97,12 +101,11 @@ DELETE FROM learning_changes WHERE org_id = %(org_id)s AND seq <= %(upto)s
 -- name: set_pruned
 UPDATE org_state SET pruned_seq = %(upto)s WHERE org_id = %(org_id)s
 
+-- name: search_candidates
 -- Search, one statement per filter: each arm ranks its own top rows of the filtered scope
 -- (the filter is in both WHERE clauses, before ranking), and the outer query scores every
--- row of the union on both arms. {fts} and {vec} are search_fts_arm / search_vector_arm or
--- search_no_arm; {fts_score} and {vector_score} are the matching *_score fragments or NULL.
-
--- name: search_candidates
+-- row of the union on both arms. The arms are search_fts_arm and search_vector_arm (or
+-- search_no_arm), the scores search_fts_score and search_vector_score (or NULL).
 WITH {fts}, {vec}
 SELECT {columns}, fts.rank AS fts_rank, vec.rank AS vector_rank,
        {fts_score} AS fts_score, {vector_score} AS vector_score
@@ -125,16 +128,33 @@ fts AS (
 )
 
 -- name: search_vector_arm
+-- The distance is search_hnsw_distance, which matches the HNSW index expression (the planner
+-- may walk the graph), or search_exact_distance, which cannot (an exact scan of the scope).
 vec AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS rank
     FROM (
-        SELECT id, embedding::vector({dim}) <#> %s::vector({dim}) AS distance
+        SELECT id, {distance} AS distance
         FROM learnings
         WHERE org_id = %s AND ({where}) AND embed_model = %s AND embed_dim = {dim}
         ORDER BY distance
         LIMIT %s
     ) top
 )
+
+-- name: search_hnsw_distance
+embedding::vector({dim}) <#> %s::vector({dim})
+
+-- name: search_exact_distance
+embedding <#> %s::vector({dim})
+
+-- name: scope_estimate
+-- How many rows the planner expects in a scope, and in the table: the vector arm walks the
+-- HNSW graph only for scopes that are big in both senses.
+EXPLAIN (FORMAT JSON)
+SELECT 1 FROM learnings WHERE org_id = %s AND ({where}) AND embed_model = %s AND embed_dim = {dim}
+
+-- name: table_estimate
+SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = 'learnings'::regclass
 
 -- name: search_no_arm
 {name} AS (SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE FALSE)
@@ -215,11 +235,10 @@ UPDATE api_keys SET revoked_at = %(now)s WHERE id = %(id)s AND revoked_at IS NUL
 -- name: has_api_keys
 SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 
+-- name: enqueue_job
 -- Jobs. The partial unique index jobs_queued_key is the arbiter of dedupe: a job whose
 -- (org, task, key) is already queued returns the queued row (unchanged, or moved later and
 -- carrying the newer payload when debounced), even when two processes enqueue at once.
-
--- name: enqueue_job
 INSERT INTO jobs AS j (
     org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
 ) VALUES (
@@ -251,9 +270,9 @@ WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )
 
+-- name: claim_jobs
 -- A queued job waits while a job of its key runs (even one whose lease expired: that one is
 -- reclaimed first), so jobs sharing a key never run at the same time.
--- name: claim_jobs
 UPDATE jobs SET status = 'running', lease_owner = %(worker)s, lease_expires_at = %(until)s,
     attempts = attempts + 1, updated_at = %(now)s
 WHERE id IN (
@@ -313,9 +332,9 @@ SELECT * FROM jobs WHERE id = %(id)s
 UPDATE jobs SET run_at = least(run_at, %(now)s), updated_at = %(now)s
 WHERE org_id = %(org_id)s AND task = %(task)s AND key = %(key)s AND status = 'queued'
 
+-- name: retry_jobs
 -- A dead job goes back to the queue unless its key is already queued; of several dead jobs
 -- sharing a key only the newest is revived (the unique index allows one queued per key).
--- name: retry_jobs
 UPDATE jobs SET status = 'queued', attempts = 0, run_at = %(now)s, updated_at = %(now)s,
     finished_at = NULL
 WHERE id IN (
@@ -329,3 +348,23 @@ WHERE id IN (
       )
     ORDER BY d.task, d.key IS NULL, coalesce(d.key, d.id::text), d.id DESC
 )
+
+-- name: insert_llm_usage
+INSERT INTO llm_usage (
+    org_id, job_id, role, model, prompt, prompt_version, prompt_tokens, completion_tokens,
+    cost_usd, latency_ms, ok, error, created_at
+) VALUES (
+    %(org_id)s, %(job_id)s, %(role)s, %(model)s, %(prompt)s, %(prompt_version)s, %(prompt_tokens)s,
+    %(completion_tokens)s, %(cost_usd)s, %(latency_ms)s, %(ok)s, %(error)s, %(created_at)s
+)
+
+-- name: llm_usage_by_role
+SELECT role, count(*) AS calls, count(*) FILTER (WHERE NOT ok) AS failed,
+       coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens,
+       coalesce(sum(cost_usd), 0) AS cost_usd, coalesce(sum(latency_ms), 0) AS latency_ms
+FROM llm_usage
+WHERE org_id = %(org_id)s
+  AND (%(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint)
+  AND (%(since)s::float8 IS NULL OR created_at >= %(since)s::float8)
+GROUP BY role

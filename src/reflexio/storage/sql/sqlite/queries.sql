@@ -128,7 +128,7 @@ SELECT * FROM jobs WHERE org_id = ? AND task = ? AND key = ? AND status = 'queue
 
 -- name: debounce_job
 UPDATE jobs SET run_at = max(run_at, :run_at), payload = :payload,
-    request_id = coalesce(:request_id, request_id), updated_at = :now
+    request_id = coalesce(nullif(:request_id, ''), request_id), updated_at = :now
 WHERE id = :id
 RETURNING *
 
@@ -178,3 +178,23 @@ SELECT kind, learning_id FROM session_exposures WHERE org_id = ? AND session_id 
 -- name: expedite_job
 UPDATE jobs SET run_at = min(run_at, :now), updated_at = :now
 WHERE org_id = :org_id AND task = :task AND key = :key AND status = 'queued'
+
+-- name: insert_llm_usage
+INSERT INTO llm_usage (
+    org_id, job_id, role, model, prompt, prompt_version, prompt_tokens, completion_tokens,
+    cost_usd, latency_ms, ok, error, created_at
+) VALUES (
+    :org_id, :job_id, :role, :model, :prompt, :prompt_version, :prompt_tokens, :completion_tokens,
+    :cost_usd, :latency_ms, :ok, :error, :created_at
+)
+
+-- name: llm_usage_by_role
+SELECT role, count(*) AS calls, coalesce(sum(1 - ok), 0) AS failed,
+       coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens,
+       coalesce(sum(cost_usd), 0) AS cost_usd, coalesce(sum(latency_ms), 0) AS latency_ms
+FROM llm_usage
+WHERE org_id = :org_id
+  AND (:job_id IS NULL OR job_id = :job_id)
+  AND (:since IS NULL OR created_at >= :since)
+GROUP BY role
