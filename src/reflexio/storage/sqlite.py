@@ -807,8 +807,9 @@ class SqliteStorage:
                 f"finished_at = NULL WHERE org_id = ? AND status = 'dead' {id_sql} "
                 "AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.org_id = jobs.org_id "
                 "AND q.task = jobs.task AND q.key = jobs.key AND q.status = 'queued') "
-                "AND (jobs.key IS NULL OR jobs.id = (SELECT max(d.id) FROM jobs d WHERE d.org_id = jobs.org_id "
-                f"AND d.task = jobs.task AND d.key = jobs.key AND d.status = 'dead' {d_sql}))",
+                "AND (jobs.key IS NULL OR jobs.id = (SELECT max(d.id) FROM jobs d "
+                "WHERE d.org_id = jobs.org_id AND d.task = jobs.task AND d.key = jobs.key "
+                f"AND d.status = 'dead' {d_sql}))",
                 [t, t, org_id, *ids, *ids],
             ).rowcount
 
