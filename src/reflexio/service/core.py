@@ -45,7 +45,7 @@ class Core:
         try:
             return Config.from_stored(stored)
         except ValueError as exc:
-            log.error("stored config of org %s is invalid, using defaults: %s", org_id, exc)
+            log.error("stored config of org %s is invalid: %s", org_id, exc)
             raise ValidationError(f"the stored config of this org is invalid: {exc}") from exc
 
     def close(self) -> None:

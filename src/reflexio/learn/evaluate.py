@@ -1,0 +1,144 @@
+"""Judging a session once it has gone idle: did the agent handle it?
+
+Without an LLM the judgement comes from explicit evidence in the log: user turns that correct
+or re-steer the agent (read with the rule extractor's signal reader), tool calls that failed and
+were never followed by a success, requests for a human, and whether the session ended on a
+correction. The result has the shape of Reflexio's ``AgentSuccessEvaluationResult`` (the wire
+model), stored as a ``session`` evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+
+from reflexio.errors import ReflexioError
+from reflexio.learn.llm_extract import judge_session
+from reflexio.learn.rules_evidence import failed
+from reflexio.learn.rules_signals import read_message
+from reflexio.llm import LLM
+from reflexio.models.org_config import Config
+from reflexio.storage import Storage
+from reflexio.storage.filters import InteractionFilter, RequestFilter
+from reflexio.storage.records import EvaluationRecord, InteractionRecord
+
+log = logging.getLogger(__name__)
+
+__all__ = ["evaluate_session", "judge_turns"]
+
+_ESCALATION = re.compile(
+    r"\b(?:speak|talk|connect me) (?:to|with) (?:a |an )?(?:human|person|manager|agent|supervisor|someone)\b"
+    r"|\b(?:escalate|real person|customer service rep)",
+    re.IGNORECASE,
+)
+_AGENT_ROLES = {"agent", "assistant"}
+
+
+def _is_user(turn: InteractionRecord) -> bool:
+    return turn.role.strip().lower() == "user"
+
+
+def judge_turns(turns: list[InteractionRecord]) -> dict[str, object]:
+    """The success verdict for one session's turns (oldest first)."""
+    corrections = 0
+    last_was_correction = False
+    escalated = False
+    after_agent = False
+    for turn in turns:
+        if _is_user(turn):
+            reading = read_message(turn.content, reacting=after_agent)
+            correcting = after_agent and (reading.correction or reading.reversal or _instructs(reading))
+            corrections += int(correcting)
+            last_was_correction = correcting
+            escalated = escalated or bool(_ESCALATION.search(turn.content))
+            after_agent = False
+        elif turn.role.strip().lower() in _AGENT_ROLES:
+            after_agent = True
+            last_was_correction = False  # the agent answered the correction
+    broken = _unresolved_tool_failure(turns)
+    failure_type, reason = _failure(broken, last_was_correction, escalated, corrections)
+    return {
+        "is_success": failure_type is None,
+        "failure_type": failure_type,
+        "failure_reason": reason,
+        "is_escalated": escalated,
+        "number_of_correction_per_session": corrections,
+        "evaluation_name": "rules",
+    }
+
+
+def sampled(org_id: str, user_id: str, session_id: str, rate: float) -> bool:
+    """Deterministic sampling of sessions for the (paid) LLM judge, as Reflexio does."""
+    digest = hashlib.sha256(f"{org_id}\0{user_id}\0{session_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def _judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | None) -> dict[str, object]:
+    if llm is None or config is None or not turns:
+        return judge_turns(turns)
+    try:
+        verdict = judge_session(llm, config, turns)
+    except ReflexioError as exc:  # the provider is down: the evidence rules still judge
+        log.warning("LLM session evaluation failed, judging by rules: %s", exc)
+        return judge_turns(turns)
+    return {**verdict.model_dump(mode="json"), "evaluation_name": "llm"}
+
+
+def _instructs(reading: object) -> bool:
+    """A reply that tells the agent what to do or what not to offer re-steers it."""
+    return any(getattr(s, "kind", "") in {"instruction", "taste"} for s in getattr(reading, "signals", []))
+
+
+def _unresolved_tool_failure(turns: list[InteractionRecord]) -> str | None:
+    """The name of a tool whose last call in the session failed, if any."""
+    last_status: dict[str, bool] = {}
+    for turn in turns:
+        for tool in turn.tools_used:
+            name = str(tool.get("tool_name", ""))
+            last_status[name] = failed(str(tool.get("status", "")), tool.get("tool_data"))
+    broken = [name for name, bad in last_status.items() if bad]
+    return broken[0] if broken else None
+
+
+def _failure(
+    broken: str | None, ended_corrected: bool, escalated: bool, corrections: int
+) -> tuple[str | None, str | None]:
+    if broken:
+        return "wrong_tool", f"the last call to {broken!r} failed and was not recovered"
+    if escalated:
+        return "wrong_answer", "the user asked for a human"
+    if ended_corrected:
+        return "wrong_answer", f"the session ended on a user correction ({corrections} in total)"
+    return None, None
+
+
+def evaluate_session(
+    storage: Storage,
+    org_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    llm: LLM | None = None,
+    config: Config | None = None,
+) -> EvaluationRecord:
+    """Judge a session from its stored turns; the caller stores the record in its transaction.
+
+    With an LLM the judge prompt decides (against the org's success definition); without one,
+    or when the LLM fails, the evidence rules above do.
+    """
+    turns = storage.list_interactions(org_id, InteractionFilter(user_id=user_id, session_id=session_id))
+    requests = storage.list_requests(org_id, RequestFilter(session_id=session_id, user_id=user_id), limit=1)
+    agent_version = requests[0].agent_version if requests else ""
+    success = config.agent_success_config if config else None
+    use_llm = success is not None and sampled(org_id, user_id, session_id, success.sampling_rate)
+    result = _judged(turns, llm if use_llm else None, config)
+    result.update({"user_id": user_id, "session_id": session_id, "agent_version": agent_version})
+    return EvaluationRecord(
+        org_id=org_id,
+        kind="session",
+        user_id=user_id,
+        session_id=session_id,
+        agent_version=agent_version,
+        result=result,
+    )

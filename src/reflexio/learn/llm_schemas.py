@@ -1,0 +1,114 @@
+"""The shapes LLM answers must have, one pydantic model per prompt.
+
+Live and scripted models are validated against the same classes, so a scripted test cannot
+pass with an answer a real model would be refused for. Field order is the order a model
+writes them: a playbook's rationale comes before its instruction, so the instruction is
+conditioned on the reason (as Reflexio's prompts found). Unknown keys are ignored rather than
+refused: a model adding a harmless field should not cost a repair call.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from reflexio.models.entities import BlockingIssueKind
+
+__all__ = [
+    "BlockingIssueItem",
+    "ExtractOutput",
+    "GateOutput",
+    "MergeDecisionItem",
+    "MergeOutput",
+    "PlaybookItem",
+    "ProfileItem",
+    "RewriteOutput",
+    "SessionEvaluationOutput",
+]
+
+TTL = Literal["one_day", "one_week", "one_month", "one_quarter", "one_year", "infinity"]
+#: How an extracted item relates to the learnings already known about the user.
+Relation = Literal["new", "same", "refines", "contradicts"]
+Track = Literal["correction", "tool_failure", "recipe", "expert"]
+
+
+class GateOutput(BaseModel):
+    """Whether a window holds anything worth an extraction call."""
+
+    learnable: bool
+    reason: str = ""
+
+
+class ProfileItem(BaseModel):
+    """A fact or preference about the user."""
+
+    content: str = Field(min_length=1, max_length=2000)
+    type: Literal["fact", "preference"] = "fact"
+    ttl: TTL = "infinity"
+    features: dict[str, str] = Field(default_factory=dict)
+    evidence: list[int] = Field(default_factory=list)
+    relation: Relation = "new"
+    existing_id: int | None = None
+
+
+class BlockingIssueItem(BaseModel):
+    """Why the agent could not do what the user asked."""
+
+    kind: BlockingIssueKind
+    details: str = Field(min_length=1)
+
+
+class PlaybookItem(BaseModel):
+    """A behaviour rule for the agent, from one of the four tracks."""
+
+    track: Track
+    rationale: str = ""
+    trigger: str = Field(min_length=1, max_length=1000)
+    content: str = Field(min_length=1, max_length=4000)
+    pitfall: str | None = None
+    blocking_issue: BlockingIssueItem | None = None
+    evidence: list[int] = Field(default_factory=list)
+    relation: Relation = "new"
+    existing_id: int | None = None
+
+
+class ExtractOutput(BaseModel):
+    """Everything one window teaches (either list may be empty)."""
+
+    profiles: list[ProfileItem] = Field(default_factory=list)
+    playbooks: list[PlaybookItem] = Field(default_factory=list)
+
+
+class MergeDecisionItem(BaseModel):
+    """The verdict on one new learning (``item`` is its number in the prompt)."""
+
+    item: int
+    verdict: Literal["add", "update", "supersede", "keep"]
+    existing_id: int | None = None
+    content: str | None = None
+    reason: str = ""
+
+
+class MergeOutput(BaseModel):
+    """One decision per new learning."""
+
+    decisions: list[MergeDecisionItem]
+
+
+class SessionEvaluationOutput(BaseModel):
+    """Did the agent succeed in a session (Reflexio's agent-success schema)."""
+
+    is_success: bool
+    failure_type: (
+        Literal["missing_tool", "wrong_tool", "insufficient_info_from_tool", "wrong_answer"] | None
+    ) = None
+    failure_reason: str | None = None
+    is_escalated: bool = False
+    number_of_correction_per_session: int = Field(default=0, ge=0)
+
+
+class RewriteOutput(BaseModel):
+    """A standalone search query (validated further by ``learn.reformulate``)."""
+
+    query: str = Field(min_length=1, max_length=500)

@@ -1,0 +1,206 @@
+"""Comparing two learnings: the same lesson again, a contradiction, or unrelated.
+
+A rule judge cannot ask a model whether "stop asking me for confirmation on routine staging
+tasks" contradicts "ask me before any action on servers". It can read polarity, though: each
+learning is reduced to a ``Gist`` of what it says to do, what it says to avoid (words after a
+negation, "without", "hates", and the pitfall), its topic words, and for profiles the slot it
+fills (where the user lives, their diet, their budget...). Two learnings contradict when one
+says to do what the other says to avoid on a shared topic, or when they fill a one-valued slot
+with different values; they are the same lesson when their content words mostly coincide and
+their polarities agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from reflexio import search
+from reflexio.learn.rules_lexicon import word_list
+from reflexio.learn.rules_text import informative, words
+
+__all__ = ["ANSWER_PREFIX", "Gist", "Relation", "gist", "novelty", "relate"]
+
+#: How a pitfall that quotes the agent's answer starts; such a pitfall is context, not a "don't".
+ANSWER_PREFIX = "The agent answered:"
+
+# Words that flip what follows them in a clause from "do" to "avoid".
+_NEGATORS = word_list(
+    """
+    not no never without stop avoid don't doesn't didn't cannot can't won't nor hates hate dislikes
+    dislike detests loathes instead skip isn't aren't shouldn't mustn't refrain neither except
+    """
+)
+_CLAUSE = re.compile(r"[;.,]\s+|\s+(?:but|and then|then)\s+")
+# Light verbs too common for a conflict on them alone to mean anything.
+_CONFLICT_LIGHT = frozenset(
+    search.tokenize(
+        "do make get use take have go put keep give include want need like user just thing things "
+        "always first again also fine really"
+    )
+)
+_CONTRACTIONS = frozenset(search.tokenize("doesn don didn isn aren wasn shouldn won wouldn couldn can"))
+_DIET_MEAT = "meat steak beef pork chicken bacon ham lamb burger burgers sausage sausages veal turkey"
+_IMPLIES_AVOID = {
+    "vegetarian": _DIET_MEAT,
+    "veggie": _DIET_MEAT,
+    "vegan": _DIET_MEAT + " dairy cheese milk egg eggs butter honey fish",
+    "pescatarian": _DIET_MEAT,
+    "teetotal": "alcohol wine beer drink drinks",
+    "sober": "alcohol wine beer",
+}
+_SLOTS = (
+    ("location", r"^(?:lives|is living|is based|is located|resides|moved|relocated|is from|lived)\b"),
+    ("job", r"^(?:works as|is working as|works at|works for|is employed)\b"),
+    ("diet", r"\b(?:vegetarian|vegan|pescatarian|omnivore|keto|paleo|eats meat|carnivore)\b"),
+    ("budget", r"\bbudget\b"),
+    ("name", r"\bname is\b"),
+    ("timezone", r"\btime ?zone\b"),
+)
+
+
+class Relation(StrEnum):
+    """How a new learning relates to an existing one."""
+
+    SAME = "same"  # the same lesson (a restatement)
+    CONTRADICTS = "contradicts"  # the new one reverses the old one
+    UNRELATED = "unrelated"
+
+
+@dataclass(frozen=True, slots=True)
+class Gist:
+    """What a learning says, reduced to word sets.
+
+    Attributes:
+        core: Content words of the content (what the lesson is).
+        topic: Content words of trigger, content and pitfall (what it is about).
+        do: Content words in positive position.
+        avoid: Content words in negative position (and the pitfall's).
+        slot: For one-valued profile facts: which fact ("location", "diet", ...).
+        value: The slot's value words.
+    """
+
+    core: frozenset[str]
+    topic: frozenset[str]
+    do: frozenset[str]
+    avoid: frozenset[str]
+    slot: str | None = None
+    value: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=4096)
+def gist(
+    content: str, trigger: str | None = None, pitfall: str | None = None, *, avoids: bool = True
+) -> Gist:
+    """The gist of a learning from its fields.
+
+    Args:
+        content: The fact or instruction.
+        trigger: The situation (topic only).
+        pitfall: What to avoid; quoted agent answers and (``avoids=False``) failed tool
+            calls describe what happened rather than what to avoid, so they add no "avoid".
+    """
+    do: set[str] = set()
+    avoid: set[str] = set()
+    for clause in _CLAUSE.split(content):
+        positive, negative = _polar(clause)
+        do |= positive
+        avoid |= negative
+    avoid |= _implied(content)
+    core = informative(content)
+    avoided = _stems(pitfall) if avoids and pitfall and not pitfall.startswith(ANSWER_PREFIX) else frozenset()
+    avoid |= avoided - do
+    slot, value = _slot(content)
+    return Gist(
+        core=core,
+        topic=core | informative(trigger or "") | (avoided & informative(pitfall or "")),
+        do=frozenset(do),
+        avoid=frozenset(avoid),
+        slot=slot,
+        value=value,
+    )
+
+
+def _polar(clause: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(do, avoid) words of a clause; a "Mention: ..." clause reports facts and has no "avoid".
+
+    Polarity keeps verbs such as "ask" that carry no topic but do carry the rule ("ask first"
+    against "without asking"); only the lightest words are dropped.
+    """
+    if clause.strip().lower().startswith("mention:"):
+        return _stems(clause), frozenset()
+    tokens = words(clause)
+    cut = next((i for i, t in enumerate(tokens) if t in _NEGATORS), len(tokens))
+    return _stems(" ".join(tokens[:cut])), _stems(" ".join(tokens[cut:]))
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(search.word_set(text) - _CONFLICT_LIGHT - _CONTRACTIONS)
+
+
+@lru_cache(maxsize=1)
+def _implications() -> dict[str, frozenset[str]]:
+    return {search.tokenize(k)[0]: frozenset(search.tokenize(v)) for k, v in _IMPLIES_AVOID.items()}
+
+
+def _implied(content: str) -> set[str]:
+    """ "Is vegetarian" implies avoiding meat, unless the sentence negates it."""
+    out: set[str] = set()
+    for clause in _CLAUSE.split(content):
+        positive, _ = _polar(clause)
+        for stem, avoided in _implications().items():
+            if stem in positive:
+                out |= avoided
+    return out
+
+
+def _slot(content: str) -> tuple[str | None, frozenset[str]]:
+    low = content.lower().strip()
+    for name, pattern in _SLOTS:
+        m = re.search(pattern, low)
+        if m:
+            return name, informative(low[m.end() :] if name in {"location", "job", "budget", "name"} else low)
+    owned = re.match(r"^their ([\w' -]+?) (?:is|are)\b(?P<value>.*)$", low)
+    if owned:
+        return f"attr:{owned.group(1)}", informative(owned["value"])
+    return None, frozenset()
+
+
+def relate(new: Gist, old: Gist, *, restated: bool = False, reversal: bool = False) -> Relation:
+    """How ``new`` relates to ``old`` (both of the same kind and user)."""
+    if _slot_conflict(new, old):
+        return Relation.CONTRADICTS
+    conflict = ((new.do & old.avoid) | (new.avoid & old.do)) - _CONFLICT_LIGHT
+    shared = new.topic & old.topic
+    # A restatement ("again: ...") repeats a lesson; only an explicit reversal overturns one.
+    polar = not restated or reversal
+    if polar and conflict and (len(conflict) >= 2 or len(shared - conflict) >= 1 or reversal):
+        return Relation.CONTRADICTS
+    if (not conflict or not polar) and _same(new, old, restated):
+        return Relation.SAME
+    return Relation.UNRELATED
+
+
+def _slot_conflict(new: Gist, old: Gist) -> bool:
+    if new.slot is None or new.slot != old.slot or not new.value or not old.value:
+        return False
+    return search.jaccard(new.value, old.value) < 0.5
+
+
+def _same(new: Gist, old: Gist, restated: bool) -> bool:
+    if not new.core:
+        return False
+    if old.core and len(old.core & new.core) / len(old.core) >= 0.8:
+        return True  # the new one says all the old one says (and maybe more)
+    contained = len(new.core & old.topic) / len(new.core)
+    if contained >= 0.6 or search.jaccard(new.topic, old.topic) >= 0.5:
+        return True
+    agree = (new.do & old.do) | (new.avoid & old.avoid)
+    return restated and len(new.topic & old.topic) >= 2 and bool(agree)
+
+
+def novelty(new: Gist, old: Gist) -> frozenset[str]:
+    """Content words the new learning adds to the old one."""
+    return new.core - old.topic

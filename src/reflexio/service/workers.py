@@ -1,0 +1,113 @@
+"""Which code runs each job task, and the worker pool a process starts.
+
+The task handlers are wired here, above ``jobs`` (generic worker loop) and ``learn`` (domain
+logic): extraction runs the LLM extractors when the org has an LLM provider configured and the
+offline rule extractor otherwise; the session-idle timer flushes the user's extraction and
+judges the session. ``reflexio services start`` runs a pool in-process; ``reflexio worker``
+runs one on its own against the same SQLite file or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import cast
+
+from reflexio.jobs import Handler, JobContext, WorkerPool
+from reflexio.learn import evaluate
+from reflexio.learn.changes import Changes
+from reflexio.learn.llm_extract import llm_learner
+from reflexio.learn.pipeline import Judge, Proposer, learn_window
+from reflexio.learn.rules import RuleJudge, RuleProposer
+from reflexio.learn.usage import metered
+from reflexio.learn.windows import Window, run_extraction
+from reflexio.llm import LLM, open_llm
+from reflexio.models.org_config import Config
+from reflexio.service import publish
+from reflexio.service.core import Core
+
+__all__ = ["Learner", "handlers", "learner_for", "org_llm", "start_pool"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Learner:
+    """The proposer and judge an org learns with; ``llm`` is None for the rule extractor."""
+
+    name: str
+    proposer: Proposer
+    judge: Judge
+    llm: LLM | None = None
+
+
+def org_llm(core: Core, config: Config) -> LLM | None:
+    """The org's LLM: one injected into the core (e.g. a ScriptedLLM), else its configured provider."""
+    injected = core.extras.get("llm")
+    if injected is not None:
+        return cast(LLM, injected)
+    return open_llm(config, core.settings)
+
+
+def learner_for(core: Core, config: Config, org_id: str, job_id: int | None = None) -> Learner:
+    """LLM extraction when a provider is configured for the org, the rule extractor otherwise."""
+    llm = org_llm(core, config)
+    if llm is None:
+        return Learner("rules", RuleProposer(), RuleJudge())
+    accounted = metered(llm, core.storage, org_id, job_id)
+    proposer, judge = llm_learner(accounted)
+    return Learner("llm", proposer, judge, accounted)
+
+
+def _extract(core: Core) -> Handler:
+    def handle(ctx: JobContext) -> None:
+        config = core.org_config(ctx.job.org_id)
+        learner = learner_for(core, config, ctx.job.org_id, ctx.job.id)
+
+        def learn(window: Window) -> Changes:
+            return learn_window(core.storage, config, window, learner.proposer, learner.judge)
+
+        run_extraction(ctx, core.storage, config, learn)
+
+    return handle
+
+
+def _evaluate_session(core: Core) -> Handler:
+    def handle(ctx: JobContext) -> None:
+        payload = ctx.job.payload
+        org_id, user_id, session_id = ctx.job.org_id, str(payload["user_id"]), str(payload["session_id"])
+        config = core.org_config(org_id)
+        llm = org_llm(core, config)
+        judged = evaluate.evaluate_session(
+            core.storage,
+            org_id,
+            user_id,
+            session_id,
+            llm=metered(llm, core.storage, org_id, ctx.job.id) if llm else None,
+            config=config,
+        )
+        with ctx.effects() as tx:
+            if publish.extractors_of(config):
+                tx.enqueue_jobs([publish.extraction_job(org_id, user_id, flush=True)], debounce=True)
+            tx.add_evaluations([judged])
+
+    return handle
+
+
+def handlers(core: Core) -> dict[str, Handler]:
+    """Task name → handler for every task a worker of this process serves."""
+    return {publish.EXTRACT: _extract(core), publish.EVALUATE_SESSION: _evaluate_session(core)}
+
+
+def start_pool(core: Core, size: int | None = None) -> WorkerPool:
+    """Start a worker pool for this process (``settings.workers`` threads unless given)."""
+    pool = WorkerPool(
+        core.storage,
+        handlers(core),
+        size=core.settings.workers if size is None else size,
+        lease_seconds=core.settings.job_lease_seconds,
+        poll_seconds=core.settings.job_poll_seconds,
+    )
+    pool.start()
+    log.info("started %s job worker(s)", pool.size)
+    return pool

@@ -1,0 +1,68 @@
+"""Judging sessions from evidence in the log (no LLM)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reflexio.learn.evaluate import judge_turns, sampled
+from reflexio.storage.records import InteractionRecord
+
+
+def turn(role: str, content: str, tools: list[dict[str, Any]] | None = None) -> InteractionRecord:
+    return InteractionRecord(
+        org_id="o",
+        request_id="r",
+        user_id="u",
+        session_id="s",
+        role=role,
+        content=content,
+        tools_used=tools or [],
+    )
+
+
+def test_a_clean_session_succeeds() -> None:
+    verdict = judge_turns([turn("User", "What is your return policy?"), turn("Agent", "30 days.")])
+    assert verdict == {
+        "is_success": True,
+        "failure_type": None,
+        "failure_reason": None,
+        "is_escalated": False,
+        "number_of_correction_per_session": 0,
+        "evaluation_name": "rules",
+    }
+
+
+def test_a_session_that_ends_on_a_correction_fails() -> None:
+    verdict = judge_turns(
+        [
+            turn("User", "Restart the staging web server."),
+            turn("Assistant", "Restarted staging-web-1."),
+            turn("User", "Please ask me before you take any action on servers."),
+        ]
+    )
+    assert verdict["is_success"] is False and verdict["failure_type"] == "wrong_answer"
+    assert verdict["number_of_correction_per_session"] == 1
+
+
+def test_an_unrecovered_tool_failure_fails_and_a_recovered_one_does_not() -> None:
+    broken = [{"tool_name": "catalog.search", "tool_data": {}, "status": "error"}]
+    fixed = [*broken, {"tool_name": "catalog.search", "tool_data": {}, "status": "success"}]
+    assert (
+        judge_turns([turn("User", "Find a lamp"), turn("Agent", "Sorry", broken)])["failure_type"]
+        == "wrong_tool"
+    )
+    assert judge_turns([turn("User", "Find a lamp"), turn("Agent", "Here", fixed)])["is_success"] is True
+
+
+def test_asking_for_a_human_is_an_escalation() -> None:
+    verdict = judge_turns(
+        [turn("User", "Refund me"), turn("Agent", "No."), turn("User", "Let me speak to a manager now")]
+    )
+    assert verdict["is_escalated"] is True and verdict["is_success"] is False
+
+
+def test_sampling_is_deterministic_and_follows_the_rate() -> None:
+    picks = [sampled("o", "u", f"s{i}", 0.2) for i in range(2000)]
+    assert picks == [sampled("o", "u", f"s{i}", 0.2) for i in range(2000)]
+    assert 0.15 < sum(picks) / len(picks) < 0.25
+    assert not any(sampled("o", "u", f"s{i}", 0.0) for i in range(100))

@@ -1,0 +1,91 @@
+"""The wired workers: publish → jobs → learnings found by search, with rules or an LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import BACKENDS, storage_url
+
+from reflexio.config import Settings
+from reflexio.jobs import Worker
+from reflexio.models import (
+    FinalizeSessionRequest,
+    InteractionData,
+    PublishUserInteractionRequest,
+    UnifiedSearchRequest,
+)
+from reflexio.service import publish as pub
+from reflexio.service import retrieve
+from reflexio.service.core import Core, open_core
+from reflexio.service.workers import handlers
+from reflexio.storage.filters import LearningFilter
+from reflexio.storage.records import LearningKind
+from reflexio.testing import rules_script
+
+
+@pytest.fixture(params=BACKENDS)
+def core(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    url = storage_url(request.param, tmp_path)
+    c = open_core(Settings.from_env({"REFLEXIO_STORAGE_URL": url, "HOME": str(tmp_path)}))
+    yield c
+    c.close()
+
+
+def converse(core: Core, user: str, session: str, turns: list[tuple[str, str]]) -> str:
+    req = PublishUserInteractionRequest(
+        user_id=user,
+        session_id=session,
+        agent_version="shop@1",
+        interaction_data_list=[InteractionData(role=role, content=text) for role, text in turns],
+    )
+    request_id = pub.publish(core, "o", req).request_id or ""
+    pub.finalize_session(core, "o", FinalizeSessionRequest(user_id=user, session_id=session))
+    return request_id
+
+
+def drain(core: Core) -> None:
+    worker = Worker(core.storage, handlers(core))
+    while worker.run_once():
+        pass
+
+
+LAPTOP = [
+    ("User", "Recommend a laptop for me."),
+    ("Assistant", "The MacBook Air is a great all-round choice."),
+    ("User", "I only ever use Linux. Please don't suggest Macs."),
+]
+
+
+@pytest.mark.parametrize("with_llm", [False, True], ids=["rules", "scripted-llm"])
+def test_a_correction_becomes_learnings_that_search_serves(core: Core, with_llm: bool) -> None:
+    if with_llm:
+        core.extras["llm"] = rules_script()
+    request_id = converse(core, "u1", "s1", LAPTOP)
+    drain(core)
+    assert pub.learning_status(core, "o", request_id).status == "done"
+    found = retrieve.search(
+        core,
+        "o",
+        UnifiedSearchRequest(
+            query="Which laptop should I buy for travelling?", user_id="u1", agent_version="shop@1"
+        ),
+    )
+    texts = [p.content for p in found.profiles] + [f"{p.trigger} {p.content}" for p in found.user_playbooks]
+    assert any("linux" in t.lower() for t in texts), texts
+    assert all(v.score is not None for v in [*found.profiles, *found.user_playbooks])
+    rows = core.storage.get_learnings("o", LearningFilter(user_id="u1"))
+    assert {r.kind for r in rows} <= {LearningKind.PROFILE, LearningKind.USER_PLAYBOOK}
+    assert all(r.source_interaction_ids for r in rows)
+    usage = core.storage.llm_usage("o")
+    assert (usage.calls > 0) is with_llm
+
+
+def test_a_finished_session_is_flushed_and_judged(core: Core) -> None:
+    converse(core, "u2", "s2", [*LAPTOP, ("Assistant", "Sorry! The ThinkPad X1 runs Fedora well.")])
+    drain(core)
+    (evaluation,) = core.storage.list_evaluations("o", kind="session", session_id="s2")
+    assert evaluation.result["number_of_correction_per_session"] == 1
+    assert evaluation.result["is_success"] is True
+    assert evaluation.user_id == "u2" and evaluation.agent_version == "shop@1"
