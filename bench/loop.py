@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import platform
 import subprocess
 import sys
@@ -127,6 +128,7 @@ class Player:
     source: str = "bench-loop"
     tally: Tally = field(default_factory=Tally)
     taught: dict[str, set[str]] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
 
     def play(self) -> Tally:
         for session in self.scenario["sessions"]:
@@ -156,6 +158,15 @@ class Player:
             context[f"{item.kind}:{item.learning_id}"] = item
         self.score(user, turn, served, list(context.values()))
         met = all(self.has(key, context.values()) for key in turn.get("needs", []))
+        self.trace.append(
+            {
+                "session": sid,
+                "user": turn["user"],
+                "needs": turn.get("needs", []),
+                "met": met,
+                "served": [f"{s.kind}: {s.text}" for s in served],
+            }
+        )
         answer = turn["agent_with"] if met else turn["agent_without"]
         agent: dict[str, Any] = {
             "role": "Agent",
@@ -278,7 +289,7 @@ def _wait_done(client: Any, request_id: str, timeout: float = 60.0) -> None:
 # -- entry point ------------------------------------------------------------------------------
 
 
-def run(scenarios: Sequence[dict[str, Any]], api_for: Any) -> dict[str, Any]:
+def run(scenarios: Sequence[dict[str, Any]], api_for: Any, *, trace: bool = False) -> dict[str, Any]:
     """Play every scenario and collect the metrics.
 
     Users, sessions and agent versions are namespaced per run and scenario, so scenarios that
@@ -290,23 +301,27 @@ def run(scenarios: Sequence[dict[str, Any]], api_for: Any) -> dict[str, Any]:
     for scenario in scenarios:
         api = api_for(scenario["name"])
         before = api.llm_usage()
-        tally = Player(api, scenario, namespace=f"{run_id}:{scenario['name']}:").play()
+        player = Player(api, scenario, namespace=f"{run_id}:{scenario['name']}:")
+        tally = player.play()
         after = api.llm_usage()
         tally.llm_calls, tally.llm_tokens = after[0] - before[0], after[1] - before[1]
         per[scenario["name"]] = tally.metrics()
+        if trace:
+            per[scenario["name"]]["trace"] = player.trace
         total.add(tally)
     return {"overall": total.metrics(), "scenarios": per}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     scenarios = load_scenarios(Path(args.scenarios))
     started = time.perf_counter()
     if args.url:
-        results = run(scenarios, lambda name: SdkReflexio(args.url, args.api_key))
+        results = run(scenarios, lambda name: SdkReflexio(args.url, args.api_key), trace=args.trace)
     else:
         with _local_server(args.extractor) as (url, usage_of):
-            results = run(scenarios, lambda name: SdkReflexio(url, "", usage_of))
+            results = run(scenarios, lambda name: SdkReflexio(url, "", usage_of), trace=args.trace)
     results["meta"] = _meta(args, time.perf_counter() - started)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
@@ -321,6 +336,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--extractor", choices=["rules", "llm"], default="rules")
     parser.add_argument("--url", help="drive a running server instead of an in-process one")
     parser.add_argument("--api-key", default="", help="API key for --url")
+    parser.add_argument(
+        "--trace", action="store_true", help="record every turn (what was served) in the JSON"
+    )
     return parser.parse_args(argv)
 
 

@@ -9,8 +9,11 @@ the storage is closed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import uvicorn
 from fastapi import FastAPI
@@ -20,7 +23,7 @@ from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import start_pool
 
-__all__ = ["build_server_app", "serve"]
+__all__ = ["build_server_app", "in_background", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +58,30 @@ def serve(settings: Settings) -> None:
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False
     )
+
+
+@contextmanager
+def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0) -> Iterator[str]:
+    """Serve ``core`` (API and workers) on a free port in a thread; yields the base URL.
+
+    For embedding Reflexio in another process (notebooks, simulators, tests) over a real
+    socket. The core is closed when the block exits.
+    """
+    app = build_server_app(core)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + start_timeout
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the API server did not start")
+            time.sleep(0.02)
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=SHUTDOWN_GRACE_SECONDS + 10)
+        sock.close()

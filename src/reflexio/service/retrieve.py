@@ -239,8 +239,9 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
     exclude: frozenset[tuple[str, str]] = frozenset()
     if req.session_id and not req.include_already_served:
         exclude = frozenset(core.storage.list_exposures(org_id, req.session_id))
+    query = _reformulated(core, org_id, req) if req.enable_reformulation else req.query
     plan = Plan(
-        text=req.query,
+        text=query,
         filters=tuple(f for _, f in named),
         top_k=req.top_k or 5,
         threshold=_threshold(core, org_id, req.threshold),
@@ -250,7 +251,10 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
     )
     ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
     out = UnifiedSearchViewResponse(
-        success=True, degraded=ranked.degraded, search_mode_effective=ranked.mode_effective.value
+        success=True,
+        degraded=ranked.degraded,
+        search_mode_effective=ranked.mode_effective.value,
+        reformulated_query=query if query != req.query else None,
     )
     for (entity, _), hits in zip(named, ranked.hits, strict=True):
         if entity == "profiles":
@@ -263,6 +267,22 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
         served = [(row.kind.value, row.wire_id) for hits in ranked.hits for row, _ in hits]
         core.storage.add_exposures(org_id, req.session_id, served)
     return out
+
+
+def _reformulated(core: Core, org_id: str, req: UnifiedSearchRequest) -> str:
+    """The query rewritten into a standalone one from the conversation (opt-in, needs an LLM).
+
+    Without an LLM provider, or on any failure, the query is used as typed: search never
+    fails because rewriting did.
+    """
+    from reflexio.learn.reformulate import rewrite_query
+    from reflexio.learn.usage import metered
+    from reflexio.service.workers import org_llm
+
+    llm = org_llm(core, core.org_config(org_id))
+    if llm is None:
+        return req.query
+    return rewrite_query(metered(llm, core.storage, org_id), req.query, req.conversation_history)
 
 
 def _run_single(

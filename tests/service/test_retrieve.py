@@ -1,0 +1,167 @@
+"""Retrieval behaviour on every backend: thresholds, scores, approval, session dedup, budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reflexio.config import Settings
+from reflexio.embed import EmbedderUnavailable
+from reflexio.models import ConversationTurn, PlaybookStatus, UnifiedSearchRequest
+from reflexio.service import retrieve
+from reflexio.service.core import Core, open_core
+from reflexio.storage.records import Approval, Audit, Learning, LearningKind, LearningStatus
+from reflexio.testing import ScriptedLLM
+from tests.conftest import BACKENDS, storage_url
+
+P, U, A = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK, LearningKind.AGENT_PLAYBOOK
+
+
+@pytest.fixture(params=BACKENDS)
+def core(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    url = storage_url(request.param, tmp_path)
+    c = open_core(Settings.from_env({"REFLEXIO_STORAGE_URL": url, "HOME": str(tmp_path)}))
+    c.storage.save_learnings(
+        [
+            Learning(
+                org_id="o",
+                kind=P,
+                user_id="u1",
+                content="Only uses Linux; does not want Mac laptops suggested",
+            ),
+            Learning(org_id="o", kind=P, user_id="u1", content="Keeps bees on the roof"),
+            Learning(org_id="o", kind=P, user_id="u2", content="Uses Windows laptops at work"),
+            Learning(
+                org_id="o",
+                kind=U,
+                user_id="u1",
+                agent_version="v1",
+                trigger="recommending laptops",
+                content="List Linux-friendly laptops first",
+            ),
+            Learning(
+                org_id="o",
+                kind=A,
+                agent_version="v1",
+                trigger="laptop recommendations",
+                content="Ask about the operating system before recommending a laptop",
+                approval=Approval.APPROVED,
+            ),
+            Learning(
+                org_id="o",
+                kind=A,
+                agent_version="v1",
+                trigger="laptop recommendations",
+                content="Always recommend the most expensive laptop",
+                approval=Approval.REJECTED,
+            ),
+            Learning(
+                org_id="o",
+                kind=A,
+                agent_version="v1",
+                trigger="laptop recommendations",
+                content="Mention laptop warranty options",
+                approval=Approval.PENDING,
+            ),
+            Learning(
+                org_id="o",
+                kind=P,
+                user_id="u1",
+                content="Used to prefer macOS laptops",
+                status=LearningStatus.SUPERSEDED,
+            ),
+        ],
+        Audit(),
+    )
+    yield c
+    c.close()
+
+
+def ask(core: Core, query: str = "Which laptop should I buy?", **kw: Any) -> Any:
+    kw.setdefault("user_id", "u1")
+    kw.setdefault("agent_version", "v1")
+    return retrieve.search(core, "o", UnifiedSearchRequest(query=query, **kw))
+
+
+def everything(result: Any) -> list[Any]:
+    return [*result.profiles, *result.user_playbooks, *result.agent_playbooks]
+
+
+def test_every_result_has_a_score_and_the_threshold_holds(core: Core) -> None:
+    loose = everything(ask(core, threshold=0.0))
+    assert loose and all(v.score is not None for v in loose)
+    strict = everything(ask(core, threshold=0.3))
+    assert all(v.score >= 0.3 for v in strict)
+    assert len(strict) < len(loose)
+    assert everything(ask(core, threshold=1.0)) == []
+
+
+def test_scope_status_and_approval_are_filtered_before_ranking(core: Core) -> None:
+    result = ask(
+        core, threshold=0.0, agent_playbook_status_filter=[PlaybookStatus.APPROVED, PlaybookStatus.REJECTED]
+    )
+    texts = [v.content for v in everything(result)]
+    assert "Always recommend the most expensive laptop" not in texts  # rejected is never served
+    assert "Mention laptop warranty options" not in texts  # pending was not asked for
+    assert "Uses Windows laptops at work" not in texts  # another user's profile
+    assert "Used to prefer macOS laptops" not in texts  # a tombstone
+    default = [v.content for v in everything(ask(core, threshold=0.0))]
+    assert "Mention laptop warranty options" in default  # approved + pending by default
+
+
+def test_a_session_is_not_served_the_same_learning_twice_unless_asked(core: Core) -> None:
+    first = {v.content for v in everything(ask(core, threshold=0.0, session_id="s1"))}
+    again = {v.content for v in everything(ask(core, threshold=0.0, session_id="s1"))}
+    assert first and not (first & again)
+    repeated = {
+        v.content for v in everything(ask(core, threshold=0.0, session_id="s1", include_already_served=True))
+    }
+    assert first <= repeated
+
+
+def test_a_token_budget_keeps_the_best_learnings_that_fit(core: Core) -> None:
+    full = everything(ask(core, threshold=0.0))
+    budget = everything(ask(core, threshold=0.0, max_tokens=30))
+    assert 0 < len(budget) < len(full)
+    assert sum(len(v.content) for v in budget) <= 30 * 4 + 40 * len(budget)
+    assert max(v.score for v in budget) == max(v.score for v in full)
+
+
+def test_top_k_applies_per_kind(core: Core) -> None:
+    result = ask(core, threshold=0.0, top_k=1)
+    assert len(result.profiles) <= 1 and len(result.agent_playbooks) <= 1 and len(result.user_playbooks) <= 1
+
+
+class _Down:
+    name, dim = "down", 256
+
+    def embed(self, texts: Any, *, kind: str = "document") -> np.ndarray:
+        raise EmbedderUnavailable("the embedding service is down")
+
+
+def test_a_failing_embedder_degrades_to_full_text(core: Core) -> None:
+    core.embedder = _Down()  # type: ignore[assignment]
+    result = ask(core, "linux laptop", threshold=0.0)
+    assert result.degraded and result.search_mode_effective == "fts"
+    assert any("Linux" in v.content for v in everything(result))
+
+
+def test_reformulation_rewrites_the_query_from_the_conversation(core: Core) -> None:
+    llm = ScriptedLLM().on("rewrite_query", {"query": "Which laptop suits a Linux user?"})
+    core.extras["llm"] = llm
+    history = [
+        ConversationTurn(role="user", content="I run Linux"),
+        ConversationTurn(role="assistant", content="Noted"),
+    ]
+    result = ask(
+        core, "which one then?", threshold=0.0, enable_reformulation=True, conversation_history=history
+    )
+    assert result.reformulated_query == "Which laptop suits a Linux user?"
+    assert any("Linux" in v.content for v in everything(result))
+    assert len(llm.calls) == 1
+    assert core.storage.llm_usage("o").calls == 1
+    plain = ask(core, "which one then?", threshold=0.0)
+    assert plain.reformulated_query is None and len(llm.calls) == 1
