@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.conftest import BACKENDS, storage_url
 
 from reflexio.config import Settings
 from reflexio.embed import EmbedderUnavailable
@@ -15,7 +16,6 @@ from reflexio.service import retrieve
 from reflexio.service.core import Core, open_core
 from reflexio.storage.records import Approval, Audit, Learning, LearningKind, LearningStatus
 from reflexio.testing import ScriptedLLM
-from tests.conftest import BACKENDS, storage_url
 
 P, U, A = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK, LearningKind.AGENT_PLAYBOOK
 
