@@ -46,16 +46,20 @@ class Caller:
     actor: str
 
 
-def get_core(request: Request) -> Core:
-    """The process ``Core`` the app was created with."""
+async def get_core(request: Request) -> Core:
+    """The process ``Core`` the app was created with.
+
+    Dependencies are ``async`` on purpose: FastAPI runs sync dependencies in the threadpool,
+    one thread hop each, which cost more than the quick checks they do.
+    """
     return cast(Core, request.app.state.core)
 
 
 CoreDep = Annotated[Core, Depends(get_core)]
 
 
-def require_caller(request: Request, core: CoreDep) -> Caller:
-    """Authenticate a request to ``/api``.
+async def require_caller(request: Request, core: CoreDep) -> Caller:
+    """Authenticate a request to ``/api`` (two indexed lookups, done on the event loop).
 
     Raises:
         AuthenticationError: Keys exist and the request has no valid one.

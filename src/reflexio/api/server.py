@@ -85,3 +85,7 @@ def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float =
         server.should_exit = True
         thread.join(timeout=SHUTDOWN_GRACE_SECONDS + 10)
         sock.close()
+
+
+if __name__ == "__main__":  # python -m reflexio.api.server: serve with settings from the environment
+    serve(Settings.from_env())

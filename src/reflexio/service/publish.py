@@ -96,7 +96,7 @@ def publish(
     """
     request_id = req.request_id or uuid.uuid4().hex
     digest = payload_hash(req)
-    existing = core.storage.get_request(org_id, request_id)
+    existing = core.storage.get_request(org_id, request_id) if req.request_id else None
     if existing is not None:
         return _replayed(core, org_id, existing, digest, req)
     config = core.org_config(org_id)

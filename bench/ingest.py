@@ -1,0 +1,255 @@
+"""Publish throughput and acknowledgement latency, on SQLite and PostgreSQL.
+
+``python -m bench.ingest --out bench/results/ingest.json [--backend sqlite,postgres]``
+
+For each backend a real server (API + in-process job workers, as ``reflexio services start``
+runs it) is started on a loopback port and driven over HTTP with keep-alive connections:
+
+* **ack latency**: one client publishing sequentially (one user turn + one agent turn per
+  request, the common shape), p50/p95/p99 of the time until the acknowledgement arrives;
+* **sustained throughput**: several clients publishing concurrently for a fixed time, in
+  interactions per second, for requests of 2 and of 10 turns.
+
+The same measurements are taken at the service layer (no HTTP) to show where time goes. Job
+workers run throughout (learning competes with ingest, as in production); ``--no-workers``
+measures ingest alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from reflexio.config import Settings
+from reflexio.models import InteractionData, PublishUserInteractionRequest
+from reflexio.service import publish as pub
+from reflexio.service.core import Core, open_core
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def body(i: int, turns: int) -> dict[str, Any]:
+    """A realistic publish: alternating user and agent turns of a support conversation."""
+    items = []
+    for t in range(turns):
+        role = "User" if t % 2 == 0 else "Assistant"
+        text = f"Request {i}.{t}: my order {1000 + i} arrived damaged, can I get a replacement?"
+        if role == "Assistant":
+            text = f"Sorry about order {1000 + i}. I've started a replacement; it ships in 2 days."
+        items.append({"role": role, "content": text})
+    return {
+        "user_id": f"user{i % 200}",
+        "session_id": f"s{i % 500}",
+        "agent_version": "bench@1",
+        "interaction_data_list": items,
+    }
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    """p50/p95/p99/mean of milliseconds."""
+    ordered = sorted(values)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {
+        "p50": round(at(0.50), 3),
+        "p95": round(at(0.95), 3),
+        "p99": round(at(0.99), 3),
+        "mean": round(statistics.fmean(ordered), 3),
+    }
+
+
+def ack_latency(url: str, n: int) -> dict[str, float]:
+    """Sequential publishes over one keep-alive connection."""
+    times = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for i in range(n):
+            started = time.perf_counter()
+            client.post("/api/publish_interaction", json=body(i, 2)).raise_for_status()
+            times.append((time.perf_counter() - started) * 1000)
+    return percentiles(times[n // 10 :])
+
+
+def throughput(url: str, clients: int, seconds: float, turns: int, offset: int) -> dict[str, float]:
+    """Interactions per second from ``clients`` concurrent publishers."""
+    counts = [0] * clients
+    stop = time.monotonic() + seconds
+
+    def run(k: int) -> None:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            i = offset + k * 1_000_000
+            while time.monotonic() < stop:
+                client.post("/api/publish_interaction", json=body(i, turns)).raise_for_status()
+                counts[k] += turns
+                i += 1
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - started
+    return {
+        "interactions_per_s": round(sum(counts) / elapsed, 1),
+        "requests_per_s": round(sum(counts) / turns / elapsed, 1),
+    }
+
+
+def service_layer(core: Core, n: int, turns: int) -> dict[str, Any]:
+    """The same publishes without HTTP: what the core itself costs."""
+    times = []
+    started = time.perf_counter()
+    for i in range(n):
+        req = PublishUserInteractionRequest.model_validate(body(10_000_000 + i, turns))
+        t = time.perf_counter()
+        pub.publish(core, "self-host-org", req)
+        times.append((time.perf_counter() - t) * 1000)
+    elapsed = time.perf_counter() - started
+    return {"ack_ms": percentiles(times[n // 10 :]), "interactions_per_s": round(n * turns / elapsed, 1)}
+
+
+@contextmanager
+def backend_url(name: str, home: Path) -> Iterator[str]:
+    """A storage URL for the backend (PostgreSQL via scripts/pg.py unless a URL is given)."""
+    if name == "sqlite":
+        yield f"sqlite:///{home}/ingest.db"
+        return
+    url = os.environ.get("REFLEXIO_BENCH_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    pgdir = home / "pg"
+    url = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/pg.py"), "start", str(pgdir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        yield url
+    finally:
+        subprocess.run(
+            [sys.executable, str(ROOT / "scripts/pg.py"), "stop", str(pgdir)],
+            capture_output=True,
+            check=False,
+        )
+
+
+@contextmanager
+def server_process(env: dict[str, str]) -> Iterator[str]:
+    """The API server in its own process (as deployed), so clients do not share its GIL."""
+    port = _free_port()
+    full = {**os.environ, **env, "REFLEXIO_PORT": str(port), "REFLEXIO_LOG_LEVEL": "WARNING"}
+    proc = subprocess.Popen([sys.executable, "-m", "reflexio.api.server"], env=full, cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the server exited during start-up")
+        try:
+            if httpx.get(url + "/health/ready", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("the server did not become ready")
+
+
+def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """All measurements for one backend on a fresh store."""
+    with tempfile.TemporaryDirectory(prefix=f"reflexio-ingest-{name}-") as tmp:
+        home = Path(tmp)
+        with backend_url(name, home) as url:
+            env = {
+                "HOME": str(home),
+                "REFLEXIO_STORAGE_URL": url,
+                "REFLEXIO_WORKERS": "0" if args.no_workers else "2",
+            }
+            core = open_core(Settings.from_env(env))
+            service = service_layer(core, args.requests, 2)
+            core.close()
+            with server_process(env) as base:
+                result = {
+                    "service_layer": service,
+                    "ack_ms": ack_latency(base, args.requests),
+                    "throughput_2_turns": throughput(base, args.clients, args.seconds, 2, 1),
+                    "throughput_10_turns": throughput(base, args.clients, args.seconds, 10, 2),
+                }
+    return result
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False, cwd=ROOT
+    ).stdout.strip()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average": os.getloadavg(),
+        "commit": commit,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Publish ack latency and sustained ingest throughput.")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--backend", default="sqlite,postgres")
+    parser.add_argument(
+        "--requests", type=int, default=2000, help="sequential publishes for the latency runs"
+    )
+    parser.add_argument("--clients", type=int, default=4, help="concurrent publishers for throughput")
+    parser.add_argument("--seconds", type=float, default=10.0, help="duration of each throughput run")
+    parser.add_argument("--no-workers", action="store_true", help="measure ingest without learning running")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {"machine": machine(), "workers": 0 if args.no_workers else 2, "backends": {}}
+    for name in args.backend.split(","):
+        results["backends"][name] = measure(name.strip(), args)
+        print(name, json.dumps(results["backends"][name], indent=1))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
