@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 
 from reflexio.config import Settings
-from reflexio.models import InteractionData, PublishUserInteractionRequest
+from reflexio.models import PublishUserInteractionRequest
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
 
