@@ -255,6 +255,7 @@ def test_list_and_count_agree_with_the_reference_filter(storage: Storage) -> Non
         LearningFilter(tags=()),
         LearningFilter(created_after=1_300, created_before=1_800),
         LearningFilter(active_at=1_600),
+        LearningFilter(expired_at=1_600, kinds=(P,)),
         LearningFilter(ids=tuple(r.id for r in saved[:10]), kinds=(U,)),
         LearningFilter(profile_ids=tuple(r.profile_id for r in saved if r.profile_id)[:5]),
         LearningFilter(approvals=(Approval.REJECTED,)),

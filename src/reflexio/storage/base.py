@@ -272,6 +272,18 @@ class Storage(Protocol):
         """Extend leases still held by ``worker``; returns the ids it still holds."""
         ...
 
+    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
+        """Replace a running job's progress report, if ``worker`` still holds its lease.
+
+        Long jobs (a rerun over every user) report what they have done so far, so callers can
+        poll it; the lease check keeps a worker that lost the job from overwriting the report
+        of the worker that took it over.
+
+        Returns:
+            False when ``worker`` no longer holds the lease (nothing changed).
+        """
+        ...
+
     def finish_job(
         self,
         job_id: int,
@@ -314,6 +326,23 @@ class Storage(Protocol):
 
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
         """Move dead jobs (all, or these) back to the queue with fresh attempts."""
+        ...
+
+    def list_orgs(self) -> list[str]:
+        """Orgs that have written learnings (for per-org maintenance jobs)."""
+        ...
+
+    # -- vectors ----------------------------------------------------------------------------
+    def orgs_with_stale_vectors(self) -> list[str]:
+        """Orgs holding learnings whose vectors this backend's embedder did not make."""
+        ...
+
+    def refresh_vectors(self, org_id: str, *, limit: int) -> int:
+        """Re-embed up to ``limit`` stale learnings of an org (after an embedder change).
+
+        Only the vector changes: no history event, ``updated_at`` is kept. Returns how many
+        rows were refreshed (0 when none is stale).
+        """
         ...
 
     # -- LLM accounting ---------------------------------------------------------------------

@@ -78,6 +78,26 @@ def _stamped(row: Learning, t: int) -> Learning:
     return row.copy(**changes)
 
 
+def vector_is_stale(row: Learning, embedder: Embedder) -> bool:
+    """The row's vector is missing or was made by another model (its text is unchanged)."""
+    return row.embedding is None or row.embed_model != embedder.name or row.embedding.shape != (embedder.dim,)
+
+
+def reembedded(rows: Sequence[Learning], embedder: Embedder) -> list[Learning]:
+    """The rows with fresh vectors from ``embedder`` (one batch), nothing else changed."""
+    if not rows:
+        return []
+    vectors = embedder.embed([r.search_text for r in rows], kind="document")
+    return [
+        r.copy(
+            embedding=v.astype("float32", copy=False),
+            embed_model=embedder.name,
+            text_hash=r.computed_text_hash(),
+        )
+        for r, v in zip(rows, vectors, strict=True)
+    ]
+
+
 def _vector_is_current(row: Learning, embedder: Embedder) -> bool:
     return (
         row.embedding is not None

@@ -68,6 +68,7 @@ class LearningFilter:
         updated_after: Inclusive lower bound on ``updated_at``.
         updated_before: Inclusive upper bound on ``updated_at``.
         active_at: Only rows not expired at this time (``expires_at > active_at``).
+        expired_at: Only rows expired by this time (``expires_at <= expired_at``).
     """
 
     kinds: tuple[LearningKind, ...] = ()
@@ -86,6 +87,7 @@ class LearningFilter:
     updated_after: int | None = None
     updated_before: int | None = None
     active_at: int | None = None
+    expired_at: int | None = None
 
     def matches(self, row: Learning) -> bool:
         """Reference semantics of the filter, evaluated on one row."""
@@ -136,6 +138,7 @@ def _times(f: LearningFilter, r: Learning) -> bool:
         and (f.updated_after is None or r.updated_at >= f.updated_after)
         and (f.updated_before is None or r.updated_at <= f.updated_before)
         and (f.active_at is None or r.expires_at > f.active_at)
+        and (f.expired_at is None or r.expires_at <= f.expired_at)
     )
 
 

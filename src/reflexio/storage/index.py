@@ -21,7 +21,7 @@ are compacted (and re-clustered) when too many positions are dead or unclustered
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,7 @@ _COLUMNS: dict[str, tuple[type, float]] = {
     "model": (np.int32, -1),
     "doc_len": (np.float32, 0),
     "has_vec": (np.bool_, 0),
+    "dim": (np.int32, 0),
 }
 
 _KINDS = {k: i for i, k in enumerate(LearningKind)}
@@ -210,7 +211,7 @@ class LearningIndex:
     user and agent version, so a search starts from the narrowest of those lists and checks
     the remaining conditions on that scope only; and positions are clustered by (kind, user,
     agent version) when the index is bulk-loaded or compacted, so the vectors of one scope are
-    one contiguous block that BLAS reads in place instead of gathering rows.
+    one contiguous block, read in place instead of gathered row by row.
     """
 
     def __init__(self, capacity: int = 1024) -> None:
@@ -228,7 +229,9 @@ class LearningIndex:
         self._scoped: dict[tuple[str, ...], dict[int, _Positions]] = {cols: {} for cols in _SCOPES}
         self._users, self._versions, self._names = _Codes(), _Codes(), _Codes()
         self._requests, self._sources, self._models = _Codes(), _Codes(), _Codes()
-        self._vectors: npt.NDArray[np.float32] | None = None
+        #: One matrix per vector width: after an embedder change both models' vectors are kept
+        #: until the old ones are re-embedded; a query compares only its own model's.
+        self._vectors: dict[int, npt.NDArray[np.float32]] = {}
         self._c: dict[str, npt.NDArray[Any]] = {}
         self._grow(capacity)
 
@@ -240,10 +243,10 @@ class LearningIndex:
             if old is not None:
                 grown[: self._n] = old[: self._n]
             self._c[name] = grown
-        if self._vectors is not None:
-            vectors = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
-            vectors[: self._n] = self._vectors[: self._n]
-            self._vectors = vectors
+        for dim, old_vectors in self._vectors.items():
+            vectors = np.zeros((capacity, dim), dtype=np.float32)
+            vectors[: self._n] = old_vectors[: self._n]
+            self._vectors[dim] = vectors
         self._cap = capacity
 
     def __len__(self) -> int:
@@ -254,7 +257,8 @@ class LearningIndex:
         """Add rows, replacing earlier versions of the same ids."""
         batch = list(rows)
         if self._n == 0 and len(batch) >= _BULK_MIN and len({r.id for r in batch}) == len(batch):
-            self._load(batch)
+            batch.sort(key=lambda r: (_KINDS[r.kind], r.user_id or "", r.agent_version, r.id))
+            self.load(batch, len(batch))
             return
         for row in batch:
             self.remove([row.id])
@@ -316,16 +320,15 @@ class LearningIndex:
         }
 
     def _set_vector(self, p: int, vector: Vector | None) -> None:
-        if vector is None:
-            self._c["has_vec"][p] = False
-            return
-        if self._vectors is None:
-            self._vectors = np.zeros((self._cap, vector.shape[0]), dtype=np.float32)
-        if vector.shape[0] != self._vectors.shape[1]:
-            self._c["has_vec"][p] = False  # another model's dimension: not comparable
-            return
-        self._vectors[p] = vector
-        self._c["has_vec"][p] = True
+        self._c["has_vec"][p] = vector is not None
+        self._c["dim"][p] = 0 if vector is None else vector.shape[0]
+        if vector is not None:
+            self._matrix(vector.shape[0])[p] = vector
+
+    def _matrix(self, dim: int) -> npt.NDArray[np.float32]:
+        if dim not in self._vectors:
+            self._vectors[dim] = np.zeros((self._cap, dim), dtype=np.float32)
+        return self._vectors[dim]
 
     def _set_tokens(self, p: int, tokens: Sequence[str]) -> None:
         counts: dict[str, int] = {}
@@ -342,64 +345,76 @@ class LearningIndex:
         self._total_len += len(tokens)
 
     # -- bulk load ----------------------------------------------------------------------------
-    def _load(self, batch: list[IndexRow]) -> None:
-        """Fill an empty index in one pass of numpy work, rows clustered by scope."""
-        metas = [self._meta(row) for row in batch]
-        n = len(batch)
-        meta: dict[str, npt.NDArray[Any]] = {
-            name: np.fromiter((m[name] for m in metas), dtype=_COLUMNS[name][0], count=n) for name in metas[0]
-        }
-        order = _cluster_order(meta)
-        batch = [batch[i] for i in order]
-        self._grow(n + max(1024, n // 8))
-        for name, values in meta.items():
-            self._c[name][:n] = values[order]
-        self._n = self._live_count = self._clustered = n
-        self._c["live"][:n] = True
-        self._load_vectors(batch)
-        self._load_postings([row.tokens for row in batch])
-        self._pos_of = {row.id: p for p, row in enumerate(batch)}
-        self._profile_pos = {row.profile_id: p for p, row in enumerate(batch) if row.profile_id is not None}
-        for p, row in enumerate(batch):
-            for tag in row.tags:
-                self._tag_pos.setdefault(tag, []).append(p)
+    def load(self, rows: Iterable[IndexRow], count: int) -> None:
+        """Fill an empty index with ``count`` rows (fewer if ``rows`` runs out), in bulk.
+
+        Rows keep their order, which should group each scope's rows together (order them by
+        kind, user and agent version, as ``upsert`` does), so that a scope's vectors form one
+        contiguous block. Rows are consumed as a stream, so the caller need not hold them all
+        in memory. Ids must be unique.
+        """
+        if self._n:
+            raise ValueError("load() fills an empty index")
+        self._grow(count + max(1024, count // 8))
+        terms: dict[str, int] = {}
+        flat: list[npt.NDArray[np.int32]] = []
+        p = 0
+        for chunk in _batched(rows, 4096):
+            self._load_chunk(p, chunk, terms, flat)
+            p += len(chunk)
+        self._n = self._live_count = self._clustered = p
+        self._c["live"][:p] = True
+        self._load_postings(terms, np.concatenate(flat) if flat else np.empty(0, dtype=np.int32))
         self._index_scopes()
 
-    def _load_vectors(self, batch: list[IndexRow]) -> None:
-        first = next((row.vector for row in batch if row.vector is not None), None)
-        if first is None:
-            return
-        dim = first.shape[0]
-        self._vectors = vectors = np.zeros((self._cap, dim), dtype=np.float32)
-        for start in range(0, len(batch), 4096):  # stacked in blocks: fewer numpy calls per row
-            chunk = batch[start : start + 4096]
-            ok = [i for i, row in enumerate(chunk) if row.vector is not None and row.vector.shape[0] == dim]
-            if ok:
-                at = start + np.asarray(ok, dtype=np.int64)
-                vectors[at] = np.stack([chunk[i].vector for i in ok])  # type: ignore[misc]
-                self._c["has_vec"][at] = True
+    def _load_chunk(
+        self, p: int, chunk: list[IndexRow], terms: dict[str, int], flat: list[npt.NDArray[np.int32]]
+    ) -> None:
+        metas = [self._meta(row) for row in chunk]
+        end = p + len(chunk)
+        for name in metas[0]:
+            self._c[name][p:end] = [m[name] for m in metas]
+        self._load_vectors(p, chunk)
+        lengths = [len(row.tokens) for row in chunk]
+        self._c["doc_len"][p:end] = lengths
+        self._total_len += sum(lengths)
+        ids: list[int] = []
+        for q, row in enumerate(chunk, start=p):
+            doc = [terms.setdefault(t, len(terms)) for t in row.tokens]
+            ids.extend(doc)
+            self._forward.append(tuple(dict.fromkeys(row.tokens)))
+            self._pos_of[row.id] = q
+            if row.profile_id is not None:
+                self._profile_pos[row.profile_id] = q
+            for tag in row.tags:
+                self._tag_pos.setdefault(tag, []).append(q)
+        flat.append(np.asarray(ids, dtype=np.int32))
 
-    def _load_postings(self, tokens: list[tuple[str, ...]]) -> None:
-        n = len(tokens)
-        lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=n)
-        self._c["doc_len"][:n] = lengths
-        self._total_len = float(lengths.sum())
-        self._forward = [tuple(dict.fromkeys(t)) for t in tokens]
-        term_ids: dict[str, int] = {}
-        flat = np.fromiter(
-            (term_ids.setdefault(t, len(term_ids)) for doc in tokens for t in doc),
-            dtype=np.int64,
-            count=int(lengths.sum()),
-        )
-        docs = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        keys, tf = np.unique(flat * n + docs, return_counts=True)  # sorted by (term, position)
-        term_of, pos = np.divmod(keys, n)
+    def _load_vectors(self, p: int, chunk: list[IndexRow]) -> None:
+        by_dim: dict[int, list[int]] = {}
+        for i, row in enumerate(chunk):
+            if row.vector is not None:
+                by_dim.setdefault(row.vector.shape[0], []).append(i)
+        for dim, ok in by_dim.items():  # stacked per block: far fewer numpy calls than per row
+            at = p + np.asarray(ok, dtype=np.int64)
+            self._matrix(dim)[at] = np.stack([chunk[i].vector for i in ok])  # type: ignore[misc]
+            self._c["has_vec"][at] = True
+            self._c["dim"][at] = dim
+
+    def _load_postings(self, terms: dict[str, int], flat: npt.NDArray[np.int32]) -> None:
+        """Postings of every term from the term ids of all rows, in row order."""
+        n = self._n
+        docs = np.repeat(np.arange(n, dtype=np.int64), self._c["doc_len"][:n].astype(np.int64))
+        keys, tf = np.unique(flat.astype(np.int64) * n + docs, return_counts=True)  # by (term, position)
+        term_of, pos = np.divmod(keys, max(n, 1))
         bounds = np.flatnonzero(np.diff(term_of)) + 1
-        starts = np.concatenate([[0], bounds])
-        ends = np.concatenate([bounds, [len(keys)]])
-        names = list(term_ids)
+        starts = np.concatenate([[0], bounds]).astype(np.int64)
+        ends = np.concatenate([bounds, [len(keys)]]).astype(np.int64)
+        names = list(terms)
         tf32 = tf.astype(np.float32)
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            if a == b:
+                continue
             term = names[int(term_of[a])]
             self._terms[term] = _Postings(pos[a:b], tf32[a:b])
             self._df[term] = b - a
@@ -423,8 +438,10 @@ class LearningIndex:
         remap[order] = np.arange(len(order))
         for arr in c.values():
             arr[: len(order)] = arr[order]
-        if self._vectors is not None:
-            self._vectors[: len(order)] = self._vectors[order]
+        live_dims = set(np.unique(c["dim"][order]).tolist())
+        self._vectors = {dim: v for dim, v in self._vectors.items() if dim in live_dims}
+        for vectors in self._vectors.values():
+            vectors[: len(order)] = vectors[order]
         self._forward = [self._forward[i] for i in order]
         for term in list(self._terms):
             pos, tf = self._terms[term].arrays()
@@ -489,31 +506,37 @@ class LearningIndex:
         Starts from the narrowest position list among the filter's kind, user and agent
         version, so the cost follows the size of the scope, not of the org.
         """
-        kind = (_KINDS[where.kinds[0]],) if len(where.kinds) == 1 else ()
-        lists = [self._scope_list(("kind",), kind)] if kind else []
-        for col, value, codes in (
+        codes: dict[str, int] = {}
+        if len(where.kinds) == 1:
+            codes["kind"] = _KINDS[where.kinds[0]]
+        for col, value, known in (
             ("user", where.user_id, self._users),
             ("version", where.agent_version, self._versions),
         ):
             if value is not None:
-                code = codes.lookup(value)
+                code = known.lookup(value)
                 if code is None:
                     return _EMPTY
-                lists.append(self._scope_list(("kind", col) if kind else (col,), (*kind, code)))
-        rows = min(lists, key=len) if lists else np.arange(self._n, dtype=np.int64)
+                codes[col] = code
+        # A (kind, x) list is never longer than the kind list: only fall back to the latter.
+        usable = [cols for cols in _SCOPES if set(cols) <= codes.keys()]
+        usable = [cols for cols in usable if len(cols) == len(usable[-1])] if usable else []
+        lists = {cols: self._scope_list(cols, codes) for cols in usable}
+        done = min(lists, key=lambda cols: len(lists[cols]), default=())
+        rows = lists[done] if done else np.arange(self._n, dtype=np.int64)
         rows = rows[self._c["live"][rows]]
-        selected: IntArray = rows[self._keep(where, rows)]
+        selected: IntArray = rows[self._keep(where, rows, done)]
         return selected
 
-    def _scope_list(self, cols: tuple[str, ...], codes: tuple[int, ...]) -> IntArray:
-        positions = self._scoped[cols].get(_scope_key(*codes))
+    def _scope_list(self, cols: tuple[str, ...], codes: dict[str, int]) -> IntArray:
+        positions = self._scoped[cols].get(_scope_key(*(codes[col] for col in cols)))
         return _EMPTY if positions is None else positions.array()
 
-    def _keep(self, where: LearningFilter, rows: IntArray) -> BoolArray:
-        """Which of ``rows`` pass every condition of ``where`` (scope, status, time, ids)."""
+    def _keep(self, where: LearningFilter, rows: IntArray, done: tuple[str, ...] = ()) -> BoolArray:
+        """Which of ``rows`` pass every condition of ``where`` not already in ``done`` columns."""
         c = self._c
         keep = np.ones(len(rows), dtype=np.bool_)
-        if where.kinds:
+        if where.kinds and "kind" not in done:
             keep &= _isin(c["kind"][rows], [_KINDS[k] for k in where.kinds])
         for value, codes, col in (
             (where.user_id, self._users, "user"),
@@ -522,7 +545,7 @@ class LearningIndex:
             (where.request_id, self._requests, "request"),
             (None if where.source is None else where.source.lower(), self._sources, "source"),
         ):
-            if value is not None:
+            if value is not None and col not in done:
                 code = codes.lookup(value)
                 if code is None:
                     return np.zeros(len(rows), dtype=np.bool_)
@@ -542,6 +565,8 @@ class LearningIndex:
                 keep &= c[col][rows] >= bound if lower else c[col][rows] <= bound
         if where.active_at is not None:
             keep &= c["expires"][rows] > where.active_at
+        if where.expired_at is not None:
+            keep &= c["expires"][rows] <= where.expired_at
         return self._keep_ids(where, rows, keep)
 
     def _keep_ids(self, where: LearningFilter, rows: IntArray, keep: BoolArray) -> BoolArray:
@@ -572,29 +597,33 @@ class LearningIndex:
 
     def _cosine(self, rows: IntArray, vector: Vector | None, model: int | None) -> FloatArray | None:
         """Cosine of each of ``rows`` with the query (NaN where the row has no comparable vector)."""
-        if vector is None or self._vectors is None or model is None:
+        matrix = None if vector is None else self._vectors.get(vector.shape[0])
+        if vector is None or matrix is None or model is None:
             return None
-        if vector.shape[0] != self._vectors.shape[1]:
-            return None
-        ok = self._c["has_vec"][rows] & (self._c["model"][rows] == model)
-        sims: FloatArray = np.full(len(rows), np.nan, dtype=np.result_type(self._vectors, vector))
-        sims[ok] = self._dot(rows[ok], vector)
+        ok = (self._c["model"][rows] == model) & (self._c["dim"][rows] == vector.shape[0])
+        ok &= self._c["has_vec"][rows]
+        if ok.all():
+            return self._dot(matrix, rows, vector)
+        sims: FloatArray = np.full(len(rows), np.nan, dtype=np.result_type(matrix, vector))
+        sims[ok] = self._dot(matrix, rows[ok], vector)
         return sims
 
-    def _dot(self, rows: IntArray, vector: Vector) -> FloatArray:
-        """``vectors[rows] @ vector``, reading a clustered scope in place rather than gathering it."""
-        assert self._vectors is not None
+    def _dot(self, matrix: npt.NDArray[np.float32], rows: IntArray, vector: Vector) -> FloatArray:
+        """``vectors[rows] @ vector``, reading a clustered scope in place rather than gathering it.
+
+        ``einsum`` rather than BLAS: OpenBLAS splits a big matrix-vector product over all
+        cores, which on a busy 2-core server made a 10k-row product take 15 ms instead of 1.
+        """
         if len(rows) == 0:
-            return np.empty(0, dtype=np.result_type(self._vectors, vector))
+            return np.empty(0, dtype=np.result_type(matrix, vector))
         lo, hi = int(rows[0]), int(rows[-1]) + 1
         if hi - lo <= 2 * len(rows) + 64:
-            product: FloatArray = self._vectors[lo:hi] @ vector
-            return product[rows - lo]
+            return _matvec(matrix[lo:hi], vector)[rows - lo]
         split = int(np.searchsorted(rows, self._clustered))
         if 0 < split < len(rows):
-            return np.concatenate([self._dot(rows[:split], vector), self._dot(rows[split:], vector)])
-        gathered: FloatArray = self._vectors[rows] @ vector
-        return gathered
+            parts = (self._dot(matrix, rows[:split], vector), self._dot(matrix, rows[split:], vector))
+            return np.concatenate(parts)
+        return _matvec(matrix[rows], vector)
 
     def _hits(
         self, rows: IntArray, raw: FloatArray64, ceiling: float, sims: FloatArray | None, limit: int
@@ -604,8 +633,13 @@ class LearningIndex:
         fts_rank = {int(matched[i]): r + 1 for r, i in enumerate(_top(raw[matched], limit))}
         vec_rank: dict[int, int] = {}
         if sims is not None:
-            valid = np.flatnonzero(~np.isnan(sims))
-            vec_rank = {int(valid[i]): r + 1 for r, i in enumerate(_top(sims[valid], limit))}
+            missing = np.isnan(sims)
+            if missing.any():
+                valid = np.flatnonzero(~missing)
+                best = valid[_top(sims[valid], limit)]
+            else:
+                best = _top(sims, limit)
+            vec_rank = {i: r + 1 for r, i in enumerate(best.tolist())}
         fts_on = ceiling > 0
         chosen = np.asarray(list(dict.fromkeys([*fts_rank, *vec_rank])), dtype=np.int64)
         ids = self._c["ids"][rows[chosen]].tolist()
@@ -626,10 +660,26 @@ class LearningIndex:
     def vector_of(self, learning_id: int) -> Vector | None:
         """The stored vector of a live row (used for near-duplicate checks)."""
         pos = self._pos_of.get(learning_id)
-        if pos is None or self._vectors is None or not self._c["has_vec"][pos]:
+        if pos is None or not self._c["has_vec"][pos]:
             return None
-        vector: Vector = self._vectors[pos]
+        vector: Vector = self._vectors[int(self._c["dim"][pos])][pos]
         return vector
+
+
+def _batched(rows: Iterable[IndexRow], size: int) -> Iterator[list[IndexRow]]:
+    chunk: list[IndexRow] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _matvec(matrix: npt.NDArray[np.float32], vector: Vector) -> FloatArray:
+    product: FloatArray = np.einsum("ij,j->i", matrix, vector)
+    return product
 
 
 def _scope_key(*codes: Any) -> Any:
@@ -663,7 +713,7 @@ def _intersect(rows: IntArray, pos: IntArray, tf: FloatArray32) -> tuple[IntArra
     if len(pos) == 0 or len(rows) == 0:
         return _EMPTY, np.empty(0, dtype=np.float32)
     if len(pos) > 64:  # a clustered scope is a narrow range of positions: cut the postings to it
-        a, b = np.searchsorted(pos, (rows[0], rows[-1] + 1))
+        a, b = int(pos.searchsorted(rows[0])), int(pos.searchsorted(rows[-1], side="right"))
         pos, tf = pos[a:b], tf[a:b]
         if len(pos) == 0:
             return _EMPTY, np.empty(0, dtype=np.float32)

@@ -546,6 +546,14 @@ class MemoryStorage:
                     held.append(job_id)
             return held
 
+    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
+        with self._lock:
+            job = self._state.jobs.get(job_id)
+            if job is None or job.status is not JobStatus.RUNNING or job.lease_owner != worker:
+                return False
+            self._state.jobs[job_id] = replace(job, progress=copy.deepcopy(progress), updated_at=now())
+            return True
+
     def finish_job(
         self,
         job_id: int,
@@ -643,6 +651,30 @@ class MemoryStorage:
                     self._state.jobs[job.id] = common.revived(job, t)
                     n += 1
             return n
+
+    def list_orgs(self) -> list[str]:
+        with self._lock:
+            return sorted({r.org_id for r in self._state.learnings.values()})
+
+    # -- vectors ----------------------------------------------------------------------------
+    def orgs_with_stale_vectors(self) -> list[str]:
+        with self._lock:
+            stale = {
+                r.org_id for r in self._state.learnings.values() if common.vector_is_stale(r, self.embedder)
+            }
+        return sorted(stale)
+
+    def refresh_vectors(self, org_id: str, *, limit: int) -> int:
+        with self._lock:
+            rows = [
+                r for r in self._state.learnings.values()
+                if r.org_id == org_id and common.vector_is_stale(r, self.embedder)
+            ][:limit]  # fmt: skip
+            refreshed = common.reembedded(rows, self.embedder)
+            for row in refreshed:
+                self._state.learnings[row.id] = row
+            self._index(org_id).upsert(IndexRow.of(r) for r in refreshed)
+            return len(refreshed)
 
     # -- LLM accounting ---------------------------------------------------------------------
     def add_llm_usage(self, rows: Sequence[LLMUsageRecord]) -> None:

@@ -764,6 +764,11 @@ class PostgresStorage:
             held = {int(r["id"]) for r in conn.execute(_Q["heartbeat_jobs"], params)}
         return [i for i in job_ids if i in held]
 
+    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
+        params = {"id": job_id, "worker": worker, "progress": rows.dumps(progress), "now": now()}
+        with self._write() as conn:
+            return conn.execute(_Q["set_job_progress"], params).rowcount > 0
+
     def finish_job(
         self,
         job_id: int,
@@ -853,6 +858,45 @@ class PostgresStorage:
         }
         with self._write() as conn:
             return conn.execute(_Q["retry_jobs"], params).rowcount
+
+    def list_orgs(self) -> list[str]:
+        with self._read() as conn:
+            found = conn.execute("SELECT org_id FROM org_state ORDER BY org_id").fetchall()
+        return [str(r["org_id"]) for r in found]
+
+    # -- vectors ----------------------------------------------------------------------------
+    def orgs_with_stale_vectors(self) -> list[str]:
+        with self._read() as conn:
+            found = conn.execute(_Q["orgs_with_stale_vectors"], {"model": self.embedder.name}).fetchall()
+        return [str(r["org_id"]) for r in found]
+
+    def refresh_vectors(self, org_id: str, *, limit: int) -> int:
+        with self._write() as conn:
+            stale = _learnings(
+                conn,
+                f"SELECT {rows.LEARNING_COLUMNS} FROM learnings WHERE org_id = %s "
+                "AND (embed_model <> %s OR embedding IS NULL) LIMIT %s",
+                [org_id, self.embedder.name, limit],
+            )
+            refreshed = common.reembedded(stale, self.embedder)
+            if not refreshed:
+                return 0
+            seq = self._bump_seq(conn, org_id)
+            params = [
+                {
+                    "id": r.id,
+                    "org_id": org_id,
+                    "embedding": r.embedding,
+                    "embed_model": r.embed_model,
+                    "text_hash": r.text_hash,
+                    "seq": seq,
+                }
+                for r in refreshed
+            ]
+            with conn.cursor() as cur:
+                cur.executemany(_Q["set_vector"], params)
+            self._record(conn, seq, org_id, [r.id for r in refreshed], [])
+            return len(refreshed)
 
     # -- LLM accounting ---------------------------------------------------------------------
     def add_llm_usage(self, rows_in: Sequence[LLMUsageRecord]) -> None:

@@ -275,6 +275,8 @@ class Job:
     created_at: float = 0.0
     updated_at: float = 0.0
     finished_at: float | None = None
+    #: What a long job reports while it runs (users done, counts...); see ``set_job_progress``.
+    progress: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True, kw_only=True)

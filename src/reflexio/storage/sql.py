@@ -142,6 +142,7 @@ def _ranges(add: Any, f: LearningFilter, d: Dialect) -> None:
         ("updated_at", ">=", f.updated_after),
         ("updated_at", "<=", f.updated_before),
         ("expires_at", ">", f.active_at),
+        ("expires_at", "<=", f.expired_at),
     ):
         if value is not None:
             add(f"{column} {op} {d.param}", value)

@@ -296,6 +296,10 @@ UPDATE jobs SET lease_expires_at = %(until)s, updated_at = %(now)s
 WHERE id = ANY(%(ids)s::bigint[]) AND status = 'running' AND lease_owner = %(worker)s
 RETURNING id
 
+-- name: set_job_progress
+UPDATE jobs SET progress = %(progress)s::jsonb, updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
+
 -- name: finish_job_done
 UPDATE jobs SET status = 'done', last_error = %(error)s, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = %(now)s, updated_at = %(now)s
@@ -368,3 +372,11 @@ WHERE org_id = %(org_id)s
   AND (%(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint)
   AND (%(since)s::float8 IS NULL OR created_at >= %(since)s::float8)
 GROUP BY role
+
+-- name: orgs_with_stale_vectors
+SELECT DISTINCT org_id FROM learnings WHERE embed_model <> %(model)s OR embedding IS NULL
+
+-- name: set_vector
+UPDATE learnings SET embedding = %(embedding)s, embed_model = %(embed_model)s,
+    text_hash = %(text_hash)s, seq = %(seq)s
+WHERE org_id = %(org_id)s AND id = %(id)s

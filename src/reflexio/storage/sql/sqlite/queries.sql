@@ -53,6 +53,10 @@ RETURNING learning_seq
 -- name: get_seq
 SELECT learning_seq, pruned_seq FROM org_state WHERE org_id = ?
 
+-- name: index_order
+-- The order the search index loads an org in: each scope's rows together (see storage.index).
+SELECT id FROM learnings WHERE org_id = ? ORDER BY kind, user_id, agent_version, id
+
 -- name: insert_change
 INSERT INTO learning_changes (org_id, seq, learning_id) VALUES (?, ?, ?)
 
@@ -115,22 +119,30 @@ UPDATE api_keys SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL
 -- name: has_api_keys
 SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)
 
--- name: insert_job
+-- name: enqueue_job
 INSERT INTO jobs (
     org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
 ) VALUES (
     :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
 )
+ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO NOTHING
+RETURNING *
+
+-- name: enqueue_job_debounced
+INSERT INTO jobs (
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+) VALUES (
+    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
+)
+ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO UPDATE SET
+    run_at = max(jobs.run_at, excluded.run_at),
+    payload = excluded.payload,
+    request_id = coalesce(nullif(excluded.request_id, ''), jobs.request_id),
+    updated_at = excluded.updated_at
 RETURNING *
 
 -- name: queued_job_by_key
 SELECT * FROM jobs WHERE org_id = ? AND task = ? AND key = ? AND status = 'queued'
-
--- name: debounce_job
-UPDATE jobs SET run_at = max(run_at, :run_at), payload = :payload,
-    request_id = coalesce(nullif(:request_id, ''), request_id), updated_at = :now
-WHERE id = :id
-RETURNING *
 
 -- name: bury_exhausted_jobs
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL,
@@ -141,6 +153,10 @@ WHERE status = 'running' AND lease_expires_at < :now AND attempts >= max_attempt
 UPDATE jobs SET lease_expires_at = :until, updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_owner = :worker
 RETURNING id
+
+-- name: set_job_progress
+UPDATE jobs SET progress = :progress, updated_at = :now
+WHERE id = :id AND status = 'running' AND lease_owner = :worker
 
 -- name: finish_job_done
 UPDATE jobs SET status = 'done', last_error = :error, lease_owner = NULL, lease_expires_at = NULL,
@@ -198,3 +214,11 @@ WHERE org_id = :org_id
   AND (:job_id IS NULL OR job_id = :job_id)
   AND (:since IS NULL OR created_at >= :since)
 GROUP BY role
+
+-- name: orgs_with_stale_vectors
+SELECT DISTINCT org_id FROM learnings WHERE embed_model <> :model OR embedding IS NULL
+
+-- name: set_vector
+UPDATE learnings SET embedding = :embedding, embed_model = :embed_model, embed_dim = :embed_dim,
+    text_hash = :text_hash, seq = :seq
+WHERE org_id = :org_id AND id = :id

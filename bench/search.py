@@ -1,0 +1,487 @@
+"""Search latency at scale: seeded synthetic learnings, timed through the service layer.
+
+Run: python -m bench.search --sizes 1000,10000,100000 --out bench/results/search.json
+     [--backend sqlite,memory,postgres] [--postgres-url URL] [--append]
+
+For each size N the corpus holds N profiles and N user playbooks spread over 1,000 users (and
+10 agent versions) and N agent playbooks spread over 10 agent versions, about a tenth of them
+tombstoned, expired or rejected as in a deployment that has been learning for a while. A
+"worst" corpus puts 100k rows of each kind in one scope (one user, one agent version).
+
+Every measurement runs in a fresh child process (seeding in another one before it), so peak
+RSS and the cold first search (which builds the SQLite backend's in-memory index) belong to
+that size alone; on PostgreSQL the HNSW index is dropped first, so "open" includes its build.
+Latency is measured through ``reflexio.service.retrieve``, unified search with user_id and
+agent_version set, each query a distinct (user, agent version, text) so no search repeats an
+earlier one; the query vector is already cached and the query embedding is timed on its own,
+uncached (a real first-time query costs both). Databases are seeded once into
+``.tmp/bench-search`` and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import corpus
+from reflexio.config import Settings
+from reflexio.models import (
+    SearchAgentPlaybookRequest,
+    SearchUserPlaybookRequest,
+    SearchUserProfileRequest,
+    UnifiedSearchRequest,
+)
+from reflexio.service import retrieve
+from reflexio.service.core import Core, open_core
+from reflexio.storage.filters import LearningFilter
+from reflexio.storage.records import Audit
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".tmp" / "bench-search"
+ORG = "bench"
+GOAL_MS = 5.0
+KINDS = ("unified", "profiles", "user_playbooks", "agent_playbooks")
+WARMUP = 20
+
+
+# -- seeding ----------------------------------------------------------------------------------
+
+
+def storage_url(backend: str, n: int, layout: str, pg_url: str, cache: Path = CACHE) -> str:
+    """Where the corpus of size ``n`` lives (one SQLite file or PostgreSQL schema per corpus)."""
+    if backend == "sqlite":
+        return f"sqlite:///{cache / f'sqlite-{layout}-{n}-v{corpus.VERSION}.db'}"
+    if backend == "postgres":
+        schema = f"bench_{layout}_{n}_v{corpus.VERSION}"
+        sep = "&" if "?" in pg_url else "?"
+        return f"{pg_url}{sep}options=-csearch_path%3D{schema},public"
+    return "memory://"
+
+
+def open_bench_core(url: str, cache: Path = CACHE) -> Core:
+    """A core over ``url`` with the default offline embedder."""
+    env = {"REFLEXIO_STORAGE_URL": url, "REFLEXIO_EMBEDDER": "wordllama", "HOME": str(cache / "home")}
+    return open_core(Settings.from_env(env))
+
+
+def seed(core: Core, n: int, layout: str, cache: Path = CACHE) -> float:
+    """Fill an empty org with the corpus; returns seconds spent saving (vectors precomputed)."""
+    if core.storage.count_learnings(ORG, LearningFilter()) == 3 * n:
+        return 0.0
+    vectors = corpus.vectors(core.embedder, n, cache)
+    started = time.perf_counter()
+    for batch in corpus.learnings(ORG, n, layout, vectors, core.embedder.name, batch=5000):
+        core.storage.save_learnings(batch, Audit(actor="bench"))
+    return time.perf_counter() - started
+
+
+def postgres_schema(url: str, *, drop_hnsw: bool = False) -> None:
+    """Create the schema named in ``url``'s search_path; optionally drop its HNSW indexes, so
+    that the next open rebuilds them and the open time includes the build."""
+    import psycopg
+
+    schema = url.rsplit("search_path%3D", 1)[1].split(",")[0]
+    base = url.split("options=")[0].rstrip("?&")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        if drop_hnsw:
+            found = conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s "
+                "AND indexname LIKE 'learnings_hnsw_%%'",
+                (schema,),
+            )
+            for (name,) in found.fetchall():
+                conn.execute(f"DROP INDEX {schema}.{name}")
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    """p50/p95/p99/mean of millisecond samples, rounded for the report."""
+    arr = np.asarray(samples, dtype=np.float64)
+    return {
+        "p50": round(float(np.percentile(arr, 50)), 3),
+        "p95": round(float(np.percentile(arr, 95)), 3),
+        "p99": round(float(np.percentile(arr, 99)), 3),
+        "mean": round(float(arr.mean()), 3),
+        "n": len(samples),
+    }
+
+
+class TimedStorage:
+    """Wraps a storage to time ``search_candidates`` (the backend's share of a search)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.last_ms = 0.0
+
+    def search_candidates(self, org_id: str, query: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return self._inner.search_candidates(org_id, query)
+        finally:
+            self.last_ms = (time.perf_counter() - started) * 1000
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def requests(kind: str, q: corpus.Query) -> Callable[[Core], object]:
+    """One service call of ``kind`` for query ``q`` in its scope."""
+    if kind == "unified":
+        req: Any = UnifiedSearchRequest(query=q.text, user_id=q.user_id, agent_version=q.agent_version)
+        return lambda core: retrieve.search(core, ORG, req)
+    if kind == "profiles":
+        p = SearchUserProfileRequest(query=q.text, user_id=q.user_id)
+        return lambda core: retrieve.search_profiles(core, ORG, p)
+    if kind == "user_playbooks":
+        u = SearchUserPlaybookRequest(query=q.text, user_id=q.user_id)
+        return lambda core: retrieve.search_user_playbooks(core, ORG, u)
+    a = SearchAgentPlaybookRequest(query=q.text, agent_version=q.agent_version)
+    return lambda core: retrieve.search_agent_playbooks(core, ORG, a)
+
+
+def time_embedding(core: Core, queries: list[corpus.Query]) -> dict[str, float]:
+    """Uncached query embedding, then warm the service's query cache with every query."""
+    inner = getattr(core.embedder, "inner", core.embedder)
+    samples = []
+    for q in queries:
+        started = time.perf_counter()
+        inner.embed([q.text], kind="query")
+        samples.append((time.perf_counter() - started) * 1000)
+    for q in queries:
+        core.embedder.embed([q.text], kind="query")
+    return percentiles(samples)
+
+
+def time_kinds(core: Core, timed: TimedStorage, queries: list[corpus.Query]) -> dict[str, Any]:
+    """Latency per kind, one search of each kind per query, kinds interleaved so that
+    background load hits them alike. CPU time (this thread's) is reported beside wall time
+    because it is far less sensitive to other work on the machine."""
+    total: dict[str, list[float]] = {k: [] for k in KINDS}
+    cpu: dict[str, list[float]] = {k: [] for k in KINDS}
+    backend: dict[str, list[float]] = {k: [] for k in KINDS}
+    hits: dict[str, int] = dict.fromkeys(KINDS, 0)
+    for q in queries:
+        for kind in KINDS:
+            call = requests(kind, q)
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            out = call(core)
+            cpu[kind].append((time.thread_time() - started_cpu) * 1000)
+            total[kind].append((time.perf_counter() - started) * 1000)
+            backend[kind].append(timed.last_ms)
+            hits[kind] += _count(out)
+    return {
+        kind: {
+            "service_ms": percentiles(total[kind]),
+            "service_cpu_ms": percentiles(cpu[kind]),
+            "candidates_ms": percentiles(backend[kind]),
+            "mean_results": round(hits[kind] / len(queries), 2),
+        }
+        for kind in KINDS
+    }
+
+
+def _count(out: object) -> int:
+    return sum(
+        len(getattr(out, f, None) or [])
+        for f in ("profiles", "user_playbooks", "agent_playbooks", "user_profiles")
+    )
+
+
+def time_concurrent(core: Core, queries: list[corpus.Query], threads: int) -> dict[str, Any]:
+    """Unified searches from ``threads`` clients at once: latency and throughput."""
+    samples: list[list[float]] = [[] for _ in range(threads)]
+
+    def client(t: int) -> None:
+        for q in queries[t::threads]:
+            call = requests("unified", q)
+            started = time.perf_counter()
+            call(core)
+            samples[t].append((time.perf_counter() - started) * 1000)
+
+    workers = [threading.Thread(target=client, args=(t,)) for t in range(threads)]
+    started = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - started
+    flat = [s for per in samples for s in per]
+    return {"threads": threads, "service_ms": percentiles(flat), "searches_per_s": round(len(flat) / elapsed)}
+
+
+def prepare(backend: str, n: int, layout: str, pg_url: str = "", cache: Path = CACHE) -> float:
+    """Seed a stored corpus unless it is there already (run in a process of its own, so that
+    seeding counts neither in the timed process's peak RSS nor in its cold start)."""
+    url = storage_url(backend, n, layout, pg_url, cache)
+    if backend == "postgres":
+        postgres_schema(url)
+    seeder = open_bench_core(url, cache)
+    try:
+        return seed(seeder, n, layout, cache)
+    finally:
+        seeder.close()
+
+
+def measure(
+    backend: str, n: int, layout: str, repeat: int, pg_url: str = "", cache: Path = CACHE
+) -> dict[str, Any]:
+    """Time one corpus in this process (seeded already unless in memory); the child's job."""
+    url = storage_url(backend, n, layout, pg_url, cache)
+    seeded_s = 0.0
+    if backend == "postgres":
+        postgres_schema(url, drop_hnsw=True)
+    rss_before_open = _rss_mb()
+    started = time.perf_counter()
+    core = open_bench_core(url, cache)  # PostgreSQL builds its HNSW index here (10k+ vectors)
+    open_s = time.perf_counter() - started
+    if backend == "memory":
+        seeded_s = seed(core, n, layout, cache)
+    timed = TimedStorage(core.storage)
+    core.storage = timed  # type: ignore[assignment]
+    # Distinct queries (user, agent version, text) throughout: nothing is timed twice.
+    queries = corpus.queries(n, layout, count=WARMUP + 2 * repeat)
+    embed = time_embedding(core, queries)
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    requests("unified", queries[0])(core)
+    cold_ms = (time.perf_counter() - started) * 1000
+    for q in queries[1:WARMUP]:
+        for kind in KINDS:
+            requests(kind, q)(core)
+    kinds = time_kinds(core, timed, queries[WARMUP : WARMUP + repeat])
+    concurrent = time_concurrent(core, queries[WARMUP + repeat :], 2)
+    load_after = os.getloadavg()
+    core.close()
+    return {
+        "backend": backend,
+        "layout": layout,
+        "n_per_kind": n,
+        "rows": 3 * n,
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+        "seed_s": round(seeded_s, 2),
+        "open_s": round(open_s, 2),
+        "cold_first_search_ms": round(cold_ms, 1),
+        "index_build_ms": round(cold_ms - kinds["unified"]["service_ms"]["p50"], 1),
+        "peak_rss_mb": _rss_mb(),
+        "rss_before_open_mb": rss_before_open,
+        "load_avg_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+        "load_avg_5m_after": round(load_after[1], 2),
+        "query_embedding_ms": embed,
+        "latency": kinds,
+        "concurrent": concurrent,
+    }
+
+
+def _rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+# -- orchestration ----------------------------------------------------------------------------
+
+
+def child(spec: dict[str, Any], blas: str) -> dict[str, Any]:
+    """Run ``measure(**spec)`` in a fresh interpreter (clean RSS, cold index, BLAS threads)."""
+    env = dict(os.environ)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if blas != "default":
+        env["OPENBLAS_NUM_THREADS"] = blas
+    args = [sys.executable, "-m", "bench.search", "--child", json.dumps(spec)]
+    done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"child {spec} failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def machine() -> dict[str, Any]:
+    """Cores, CPU model, RAM and Python, for reading the numbers in context."""
+    cpu = ""
+    with open("/proc/cpuinfo") as f:  # noqa: PTH123 - Linux only, like the benchmark machine
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": round(ram, 1),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlite": __import__("sqlite3").sqlite_version,
+        "platform": platform.platform(),
+    }
+
+
+def commit() -> str:
+    """The commit measured, with "-dirty" when the tree has uncommitted changes."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def plan(args: argparse.Namespace) -> Iterator[tuple[str, int, str, str]]:
+    """(backend, n, layout, blas threads) of every child run; BLAS settings are compared on
+    SQLite only (the backend the goal is about), the others run with the default."""
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for backend in args.backend.split(","):
+        for blas in args.blas.split(",") if backend == "sqlite" else ["default"]:
+            for n in sizes:
+                yield backend, n, "spread", blas
+            if args.worst:
+                yield backend, args.worst, "worst", blas
+
+
+def table(report: dict[str, Any]) -> str:
+    """The results as a Markdown table (service-layer p50/p95/p99, ms)."""
+    lines = [
+        f"# Search latency ({report['date']}, {report['commit'][:12]})",
+        "",
+        f"Machine: {report['machine']['cores']} cores, {report['machine']['cpu']}, "
+        f"{report['machine']['ram_gb']} GB, Python {report['machine']['python']}. "
+        f"Goal: unified p95 <= {GOAL_MS} ms at 100k per kind (SQLite).",
+        "",
+        *_verdict(report["runs"]),
+        "Service-layer latency in ms (query vector cached; its embedding is timed separately "
+        "below). CPU = this thread's CPU time, which other work on the machine disturbs far "
+        "less than wall time; backend = `search_candidates` (index + rows).",
+        "",
+        "| backend | layout | N/kind | BLAS | kind | p50 | p95 | p99 | CPU p50 | CPU p95 | backend p50 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in report["runs"]:
+        for kind in KINDS:
+            lat = run["latency"][kind]
+            s, cpu, c = lat["service_ms"], lat["service_cpu_ms"], lat["candidates_ms"]
+            lines.append(
+                f"| {run['backend']} | {run['layout']} | {run['n_per_kind']} | {run['blas_threads']} "
+                f"| {kind} | {s['p50']} | {s['p95']} | {s['p99']} | {cpu['p50']} | {cpu['p95']} "
+                f"| {c['p50']} |"
+            )
+    lines += [
+        "",
+        "Open = opening storage (on PostgreSQL it includes building the HNSW index, dropped before "
+        "each run); cold first search = the first search after open (on SQLite it builds the "
+        "in-memory index); peak RSS is the benchmark process's (PostgreSQL's server is not in it).",
+        "",
+        "| backend | layout | N/kind | BLAS | open s | cold first search ms | peak RSS MB "
+        "| embed p50/p95 ms | 2 clients p95 ms | 2 clients searches/s | load 1m |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in report["runs"]:
+        e, c = run["query_embedding_ms"], run["concurrent"]
+        lines.append(
+            f"| {run['backend']} | {run['layout']} | {run['n_per_kind']} | {run['blas_threads']} "
+            f"| {run['open_s']} | {run['cold_first_search_ms']} | {run['peak_rss_mb']} "
+            f"| {e['p50']}/{e['p95']} | {c['service_ms']['p95']} | {c['searches_per_s']} "
+            f"| {run['load_avg_1m']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _verdict(runs: list[dict[str, Any]]) -> list[str]:
+    """A line saying whether the goal is met, when the run that decides it is in the report."""
+    for run in runs:
+        if (run["backend"], run["layout"], run["n_per_kind"], run["blas_threads"]) == (
+            "sqlite",
+            "spread",
+            100_000,
+            "default",
+        ):
+            p95 = run["latency"]["unified"]["service_ms"]["p95"]
+            met = "met" if p95 <= GOAL_MS else "NOT met"
+            return [f"**Goal {met}**: SQLite unified p95 at 100k per kind = {p95} ms.", ""]
+    return []
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        spec = {**json.loads(argv[1]), "cache": Path(json.loads(argv[1])["cache"])}
+        if spec.pop("prepare", False):
+            spec.pop("repeat")
+            print(json.dumps({"seed_s": prepare(**spec)}))
+        else:
+            print(json.dumps(measure(**spec)))
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="learnings per kind, comma-separated")
+    parser.add_argument("--backend", default="sqlite", help="sqlite, postgres and/or memory, comma-separated")
+    parser.add_argument("--worst", type=int, default=100_000, help="rows in the one-scope corpus (0: skip)")
+    parser.add_argument("--repeat", type=int, default=400, help="timed searches per kind")
+    parser.add_argument("--blas", default="default,1", help="OPENBLAS_NUM_THREADS values to compare")
+    parser.add_argument("--postgres-url", default=os.environ.get("REFLEXIO_BENCH_POSTGRES_URL", ""))
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "search.json")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where seeded databases are kept")
+    parser.add_argument(
+        "--append", action="store_true", help="add to the runs already in --out (same run: replaced)"
+    )
+    args = parser.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    report = {
+        "benchmark": "search",
+        "commit": commit(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "goal": {"unified_p95_ms": GOAL_MS, "at_n_per_kind": 100_000, "backend": "sqlite"},
+        "method": __doc__,
+        "corpus": corpus.describe(),
+        "runs": run_all(args),
+    }
+    if args.append and args.out.exists():
+        report["runs"] = merged(json.loads(args.out.read_text())["runs"], report["runs"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(table(report))
+    print(table(report))
+
+
+def merged(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` runs with ``new`` ones added, a new run replacing an old one of the same setup."""
+
+    def key(run: dict[str, Any]) -> tuple[Any, ...]:
+        return run["backend"], run["layout"], run["n_per_kind"], run["blas_threads"]
+
+    fresh = {key(run) for run in new}
+    return [run for run in old if key(run) not in fresh] + new
+
+
+def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every planned measurement, each in its own child process, with progress on stderr."""
+    runs = []
+    for backend, n, layout, blas in plan(args):
+        print(f"{backend} {layout} n={n} blas={blas} ...", file=sys.stderr, flush=True)
+        spec = {"backend": backend, "n": n, "layout": layout, "repeat": args.repeat}
+        spec |= {"pg_url": args.postgres_url, "cache": str(args.cache)}
+        seeded = child({**spec, "prepare": True}, blas) if backend != "memory" else {}
+        run = child(spec, blas) | seeded
+        u = run["latency"]["unified"]["service_ms"]
+        print(
+            f"  unified p50 {u['p50']} p95 {u['p95']} ms; cold {run['cold_first_search_ms']} ms; "
+            f"rss {run['peak_rss_mb']} MB",
+            file=sys.stderr,
+            flush=True,
+        )
+        runs.append(run)
+    return runs
+
+
+if __name__ == "__main__":
+    main()

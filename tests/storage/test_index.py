@@ -1,0 +1,173 @@
+"""The in-memory search index answers the same however it was filled.
+
+Bulk loading (clustered by scope, numpy-built postings), row-by-row upserts, updates, removals
+and compaction must all give the same candidates and scores; the contract suite checks the
+semantics of each filter on every backend, these tests check the index's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.storage.index import IndexRow, LearningIndex
+from reflexio.storage.records import Approval, LearningKind, LearningStatus
+
+WORDS = [
+    "coffee",
+    "tea",
+    "python",
+    "deploy",
+    "friday",
+    "refund",
+    "order",
+    "berlin",
+    "nurse",
+    "dog",
+    "cat",
+    "tax",
+    "report",
+]
+NOW = 1_700_000_000
+
+
+def make_row(i: int, rng: random.Random, **changes: object) -> IndexRow:
+    kind = rng.choice(list(LearningKind))
+    vector = np.asarray([rng.gauss(0, 1) for _ in range(8)], dtype=np.float32)
+    fields: dict[str, object] = {
+        "id": i,
+        "kind": kind,
+        "user_id": None if kind is LearningKind.AGENT_PLAYBOOK else f"u{rng.randrange(5)}",
+        "agent_version": f"v{rng.randrange(3)}",
+        "playbook_name": rng.choice(["default", "other"]),
+        "request_id": f"r{i % 7}",
+        "profile_id": f"p{i}" if kind is LearningKind.PROFILE else None,
+        "status": rng.choice([LearningStatus.CURRENT] * 4 + [LearningStatus.ARCHIVED]),
+        "approval": rng.choice(list(Approval)) if kind is LearningKind.AGENT_PLAYBOOK else None,
+        "source": rng.choice(["chat", "Email", None]),
+        "tags": tuple(rng.sample(["a", "b", "c"], rng.randrange(3))),
+        "created_at": NOW - rng.randrange(1000),
+        "updated_at": NOW - rng.randrange(1000),
+        "expires_at": NOW + rng.choice([-10, 10_000]),
+        "embed_model": "m",
+        "tokens": tuple(rng.choice(WORDS) for _ in range(rng.randrange(1, 8))),
+        "vector": vector / np.linalg.norm(vector),
+    }
+    fields.update(changes)
+    return IndexRow(**fields)  # type: ignore[arg-type]
+
+
+FILTERS = [
+    LearningFilter(),
+    LearningFilter(
+        kinds=(LearningKind.PROFILE,), user_id="u1", statuses=(LearningStatus.CURRENT,), active_at=NOW
+    ),
+    LearningFilter(kinds=(LearningKind.USER_PLAYBOOK,), user_id="u2", agent_version="v1"),
+    LearningFilter(
+        kinds=(LearningKind.AGENT_PLAYBOOK,),
+        agent_version="v0",
+        approvals=(Approval.APPROVED, Approval.PENDING),
+    ),
+    LearningFilter(kinds=(LearningKind.PROFILE, LearningKind.USER_PLAYBOOK), tags=("a",), source="CHAT"),
+    LearningFilter(user_id="u3", playbook_name="other", created_after=NOW - 500, updated_before=NOW - 100),
+    LearningFilter(ids=tuple(range(0, 400, 3)), request_id="r2"),
+    LearningFilter(profile_ids=("p1", "p2", "p3", "p10", "p11", "p12", "p13"), agent_version="v2"),
+    LearningFilter(user_id="nobody"),
+]
+
+
+def answers(index: LearningIndex) -> list[list[set[tuple[int, float | None, float | None]]]]:
+    """Every candidate of every filter, for a few queries, as comparable sets."""
+    out = []
+    for text in ["coffee deploy", "refund order friday", "unknownword", "tax"]:
+        vector = np.ones(8, dtype=np.float32) / np.sqrt(8)
+        for mode in SearchMode:
+            query = CandidateQuery(
+                filters=tuple(FILTERS), text=text, vector=vector, embed_model="m", limit=10_000, mode=mode
+            )
+            out.append(
+                [
+                    {
+                        (
+                            h.id,
+                            None if h.fts_score is None else round(h.fts_score, 9),
+                            None if h.vector_score is None else round(h.vector_score, 5),
+                        )
+                        for h in hits
+                    }
+                    for hits in index.search(query, NOW)
+                ]
+            )
+    return out
+
+
+def test_bulk_load_answers_like_row_by_row_upserts() -> None:
+    rng = random.Random(1)
+    rows = [make_row(i, rng) for i in range(1, 400)]
+    bulk, single = LearningIndex(), LearningIndex()
+    bulk.upsert(rows)  # an empty index takes a big batch in bulk
+    for row in rows:
+        single.upsert([row])
+    assert len(bulk) == len(single) == len(rows)
+    assert answers(bulk) == answers(single)
+    assert any(hits for per_query in answers(bulk) for hits in per_query)
+
+
+def test_updates_removals_and_compaction_keep_answers_consistent() -> None:
+    rng = random.Random(2)
+    rows = [make_row(i, rng) for i in range(1, 1500)]
+    bulk, single = LearningIndex(), LearningIndex()
+    bulk.upsert(rows)
+    for row in rows:
+        single.upsert([row])
+    for index in (bulk, single):
+        change = random.Random(3)
+        for i in change.sample(range(1, 1500), 600):  # moves rows between users, versions, kinds
+            index.upsert([make_row(i, change)])
+        index.remove(range(1, 1500, 11))
+    assert answers(bulk) == answers(single)
+    before = answers(bulk)
+    bulk.compact()
+    assert answers(bulk) == before
+
+
+def test_a_moved_row_leaves_its_old_scope() -> None:
+    rng = random.Random(4)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng, kind=LearningKind.PROFILE, user_id="u1") for i in range(1, 300)])
+    index.upsert([make_row(5, rng, kind=LearningKind.PROFILE, user_id="u9", tokens=("zebra",))])
+    query = CandidateQuery(
+        filters=(
+            LearningFilter(kinds=(LearningKind.PROFILE,), user_id="u1"),
+            LearningFilter(kinds=(LearningKind.PROFILE,), user_id="u9"),
+        ),
+        text="zebra",
+        mode=SearchMode.FTS,
+    )
+    old_scope, new_scope = index.search(query, NOW)
+    assert [h.id for h in new_scope] == [5]
+    assert 5 not in {h.id for h in old_scope}
+
+
+def test_rows_are_clustered_by_scope_after_a_bulk_load() -> None:
+    rng = random.Random(5)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 500)])
+    rows = index.rows(LearningFilter(kinds=(LearningKind.AGENT_PLAYBOOK,), agent_version="v1"), NOW)
+    assert len(rows) > 10
+    assert rows[-1] - rows[0] + 1 == len(rows)  # one contiguous block: read in place, not gathered
+
+
+def test_vectors_of_two_widths_coexist_and_a_query_compares_only_its_own() -> None:
+    rng = random.Random(6)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 300)])  # 8 wide, model "m"
+    wide = np.ones(16, dtype=np.float32) / 4
+    index.upsert([make_row(7, rng, vector=wide, embed_model="m16"), make_row(8, rng, vector=wide)])
+    query = CandidateQuery(filters=(LearningFilter(),), text="", vector=wide, embed_model="m16")
+    assert [(h.id, round(h.vector_score or 0, 5)) for h in index.search(query, NOW)[0]] == [(7, 1.0)]
+    index.compact()
+    assert [h.id for h in index.search(query, NOW)[0]] == [7]
+    assert index.vector_of(8) is not None and index.vector_of(8).shape == (16,)  # type: ignore[union-attr]
