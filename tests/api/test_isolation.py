@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from reflexio.service import keys
+from reflexio.models import RerunProfileGenerationRequest
+from reflexio.service import generation, keys
 from reflexio.service.core import Core
 from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import LearningKind
+from reflexio.storage.records import Audit, Learning, LearningKind, LearningStatus
 from tests.api.support import agent_playbook, make_client, ok, profile, publish_body, user_playbook
 
 A, B = "org-a", "org-b"
@@ -179,6 +180,15 @@ CASES = [
     _c("GET", "jobs/dead"),
     _c("POST", "jobs/retry", body=lambda ids: {"job_ids": [ids.dead_job]}),
     _c("POST", "jobs/retry", body={}, name="all"),
+    _c("POST", "rerun_profile_generation", body=ALPHA_USER),  # A's running rerun is not B's
+    _c("POST", "manual_profile_generation", body=ALPHA_USER),
+    _c("POST", "upgrade_all_profiles", 409, body={**ALPHA_USER, "profile_ids": ["alpha-pending"]}),
+    _c("POST", "downgrade_all_profiles", 409, body=ALPHA_USER),
+    _c("POST", "rerun_playbook_generation", body={"agent_version": "v1"}),
+    _c("POST", "manual_playbook_generation", body={"agent_version": "v1"}),
+    _c("POST", "upgrade_all_user_playbooks", 409, body={"agent_version": "v1"}),
+    _c("POST", "downgrade_all_user_playbooks", 409, body={}),
+    _c("GET", "get_operation_status"),
 ]
 
 
@@ -219,12 +229,25 @@ def seed_org_a(core: Core, app: Any) -> Ids:
     rows = core.storage.get_learnings(A, LearningFilter())
     by_kind = {r.kind: r.id for r in rows}
     [turn] = core.storage.list_interactions(A, InteractionFilter())
+    seed_versions(core)
     return Ids(
         interaction=turn.id,
         user_playbook=by_kind[LearningKind.USER_PLAYBOOK],
         agent_playbook=by_kind[LearningKind.AGENT_PLAYBOOK],
         dead_job=job.id,
     )
+
+
+def seed_versions(core: Core) -> None:
+    """A's pending and archived learnings and a queued rerun, for the generation routes."""
+    versions = [
+        Learning(org_id=A, kind=kind, user_id="alpha-user", content=CONTENT, status=status, **extra)
+        for kind, extra in ((LearningKind.PROFILE, {}), (LearningKind.USER_PLAYBOOK, {"agent_version": "v1"}))
+        for status in (LearningStatus.PENDING, LearningStatus.ARCHIVED)
+    ]
+    versions[0].profile_id = "alpha-pending"
+    core.storage.save_learnings(versions, Audit(actor="seed"))
+    generation.rerun_profile_generation(core, A, RerunProfileGenerationRequest(user_id="alpha-user"))
 
 
 def state_of(core: Core, org_id: str) -> dict[str, Any]:

@@ -10,7 +10,17 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from reflexio.api import errors
-from reflexio.api.routes import config, interactions, jobs, playbooks, profiles, search, system, users
+from reflexio.api.routes import (
+    config,
+    generation,
+    interactions,
+    jobs,
+    playbooks,
+    profiles,
+    search,
+    system,
+    users,
+)
 from reflexio.service.core import Core
 
 __all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "create_app"]
@@ -35,6 +45,6 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.include_router(system.public)
-    for module in (system, interactions, profiles, playbooks, search, config, users, jobs):
+    for module in (system, interactions, profiles, playbooks, search, config, users, jobs, generation):
         app.include_router(module.router)
     return app

@@ -23,8 +23,10 @@ from reflexio.learn.usage import metered
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.llm import LLM, open_llm
 from reflexio.models.org_config import Config
-from reflexio.service import publish
+from reflexio.service import maintenance, publish
 from reflexio.service.core import Core
+from reflexio.service.rerun import RERUN, rerun_handler
+from reflexio.storage.records import Job
 
 __all__ = ["Learner", "handlers", "learner_for", "org_llm", "start_pool"]
 
@@ -94,13 +96,48 @@ def _evaluate_session(core: Core) -> Handler:
     return handle
 
 
+#: The task that re-embeds an org's learnings after the embedder changed.
+REEMBED = "reembed"
+REEMBED_BATCH = 256
+
+
+def _reembed(core: Core) -> Handler:
+    def handle(ctx: JobContext) -> None:
+        # Each batch commits on its own (vectors are derived data; a crash only redoes a batch).
+        while core.storage.refresh_vectors(ctx.job.org_id, limit=REEMBED_BATCH):
+            core.storage.heartbeat_jobs(ctx.worker, [ctx.job.id], ctx.lease_seconds)
+
+    return handle
+
+
+def schedule_reembedding(core: Core) -> int:
+    """Queue one re-embedding job per org whose vectors another embedder made."""
+    orgs = core.storage.orgs_with_stale_vectors()
+    if orgs:
+        core.storage.enqueue_jobs([Job(org_id=org, task=REEMBED, key="all") for org in orgs])
+        log.info("re-embedding learnings of %s org(s) for %s", len(orgs), core.embedder.name)
+    return len(orgs)
+
+
 def handlers(core: Core) -> dict[str, Handler]:
     """Task name → handler for every task a worker of this process serves."""
-    return {publish.EXTRACT: _extract(core), publish.EVALUATE_SESSION: _evaluate_session(core)}
+    return {
+        publish.EXTRACT: _extract(core),
+        publish.EVALUATE_SESSION: _evaluate_session(core),
+        RERUN: rerun_handler(core, learner_for),
+        REEMBED: _reembed(core),
+        maintenance.EXPIRE: maintenance.expire_handler(core),
+    }
 
 
 def start_pool(core: Core, size: int | None = None) -> WorkerPool:
-    """Start a worker pool for this process (``settings.workers`` threads unless given)."""
+    """Start a worker pool for this process (``settings.workers`` threads unless given).
+
+    Learnings whose vectors an earlier embedder made are queued for re-embedding first, so
+    changing ``REFLEXIO_EMBEDDER`` never leaves old learnings out of vector search.
+    """
+    schedule_reembedding(core)
+    maintenance.schedule_expiry(core)
     pool = WorkerPool(
         core.storage,
         handlers(core),

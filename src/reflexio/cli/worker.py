@@ -1,0 +1,94 @@
+"""``reflexio worker``: job workers in a process of their own.
+
+The embedded server runs its workers in-process; this command runs more of them elsewhere: on
+the same machine against the same SQLite file, or on any machine pointed at the same
+PostgreSQL (jobs are claimed atomically, so any number of workers can share a queue). On
+SIGTERM or Ctrl-C it stops claiming, lets the jobs in hand finish for ``--grace`` seconds and
+hands the rest back to the queue, so nothing is lost or left leased.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from reflexio.cli import process
+from reflexio.cli.options import JsonOpt, settings, wants_json
+from reflexio.cli.output import Result, run
+from reflexio.config import Settings
+from reflexio.models.secrets import mask_url
+
+if TYPE_CHECKING:
+    from reflexio.service.core import Core
+
+__all__ = ["worker"]
+
+log = logging.getLogger("reflexio.worker")
+
+#: Threads when neither --concurrency nor a positive REFLEXIO_WORKERS says otherwise.
+DEFAULT_CONCURRENCY = 2
+#: Seconds the jobs in hand get to finish after SIGTERM before they are released.
+DEFAULT_GRACE_SECONDS = 30.0
+
+
+def worker(
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", help="Worker threads (default: $REFLEXIO_WORKERS, else 2).", min=1),
+    ] = None,
+    storage_url: Annotated[
+        str | None,
+        typer.Option(
+            "--storage-url", help="Queue to serve (default: $REFLEXIO_STORAGE_URL, then local SQLite)."
+        ),
+    ] = None,
+    grace: Annotated[
+        float, typer.Option("--grace", help="Seconds jobs in hand get to finish at shutdown.", min=0.0)
+    ] = DEFAULT_GRACE_SECONDS,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run background job workers (learning, session evaluation) until SIGTERM or Ctrl-C.
+
+    Use it to add capacity beside `reflexio services start`, or with an API started with
+    REFLEXIO_WORKERS=0, on this machine (same SQLite file) or any machine sharing PostgreSQL.
+    """
+    chosen = settings(storage_url=storage_url)
+    run(wants_json(as_json), lambda: _work(chosen, concurrency, grace))
+
+
+def _work(chosen: Settings, concurrency: int | None, grace: float) -> Result:
+    from reflexio.service.core import open_core
+
+    logging.basicConfig(
+        level=chosen.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    size = concurrency or (chosen.workers if chosen.workers > 0 else DEFAULT_CONCURRENCY)
+    where = mask_url(chosen.storage_url)
+    with process.signalled() as stop:  # a signal while opening storage still ends us cleanly
+        core = open_core(chosen)
+        try:
+            _serve_queue(core, size, grace, stop)
+        finally:
+            core.close()
+    log.info("worker stopped")
+    data = {"stopped": True, "concurrency": size, "storage_url": where}
+    return Result(data, message=f"worker stopped ({size} thread(s) on {where})")
+
+
+def _serve_queue(core: Core, size: int, grace: float, stop: threading.Event) -> None:
+    """Run a pool of ``size`` workers until ``stop`` is set, then shut it down gracefully."""
+    from reflexio.service.workers import start_pool
+
+    if stop.is_set():
+        return
+    pool = start_pool(core, size)
+    where = mask_url(core.settings.storage_url)
+    log.info("worker started: %s thread(s) on %s; stop with SIGTERM or Ctrl-C", pool.size, where)
+    while not stop.wait(0.5):
+        pass
+    log.info("stopping: finishing or releasing the jobs in hand (up to %.0fs)", grace)
+    pool.stop(grace)
