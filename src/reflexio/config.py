@@ -84,7 +84,7 @@ class Settings:
 
     home: Path
     storage_url: str
-    embedder: str = "wordllama"
+    embedder: str = "auto"
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     default_org_id: str = DEFAULT_ORG_ID
@@ -105,7 +105,7 @@ class Settings:
         return cls(
             home=home,
             storage_url=env.get("REFLEXIO_STORAGE_URL") or f"sqlite:///{default_db}",
-            embedder=env.get("REFLEXIO_EMBEDDER") or "wordllama",
+            embedder=env.get("REFLEXIO_EMBEDDER") or "auto",
             host=env.get("REFLEXIO_HOST") or DEFAULT_HOST,
             port=_int(env, "REFLEXIO_PORT", DEFAULT_PORT),
             default_org_id=env.get("REFLEXIO_DEFAULT_ORG_ID") or DEFAULT_ORG_ID,

@@ -1,0 +1,88 @@
+"""The README's examples run: its Python, shell and curl blocks against a real server.
+
+So the examples people copy are the ones the suite proves: the Python block through the SDK
+against a server with workers, the curl block against that server, and the shell block as
+written (a background ``reflexio services start`` on a free port under a temporary home).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reflexio import ReflexioClient
+from reflexio.api.server import in_background
+from reflexio.config import Settings
+from reflexio.service.core import open_core
+from tests.cli.conftest import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def block(heading: str, language: str) -> str:
+    """The first ``language`` code block after a ``## heading``."""
+    section = README.split(f"## {heading}", 1)[1]
+    match = re.search(rf"```{language}\n(.*?)```", section, re.S)
+    assert match, f"no {language} block under {heading!r}"
+    return match.group(1)
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("REFLEXIO_")}
+    return {**keep, "HOME": str(home), "REFLEXIO_HOME": str(home / ".reflexio"), **extra}
+
+
+@pytest.mark.slow
+def test_python_and_curl_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings.from_env(
+        {"HOME": str(tmp_path), "REFLEXIO_STORAGE_URL": f"sqlite:///{tmp_path}/db.sqlite"}
+    )
+    with in_background(open_core(settings)) as url:
+        monkeypatch.setenv("REFLEXIO_URL", url)
+        monkeypatch.delenv("REFLEXIO_API_KEY", raising=False)
+        scope: dict[str, object] = {}
+        exec(compile(block("Use it from Python", "python"), "README.md", "exec"), scope)
+        text = scope["block"].text  # type: ignore[attr-defined]
+        assert "Linux" in text, text
+        assert scope["block"].retrieved_learnings  # type: ignore[attr-defined]
+        curl = block("Use it over HTTP", "bash").replace("http://127.0.0.1:8081", url)
+        done = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=60, check=True)
+        assert '"success":true' in done.stdout.replace(" ", "") and "Linux" in done.stdout
+
+
+@pytest.mark.slow
+def test_shell_examples(tmp_path: Path) -> None:
+    port = free_port()
+    env = env_for(tmp_path, REFLEXIO_URL=f"http://127.0.0.1:{port}", REFLEXIO_PORT=str(port))
+    lines = [line.split("#", 1)[0].strip() for line in block("Use it from the shell", "bash").splitlines()]
+    approved = False
+    for line in filter(None, lines):
+        args = shlex.split(line)
+        if args[1:3] == ["agent-playbooks", "approve"]:
+            args[3] = _agent_playbook(env["REFLEXIO_URL"])
+            approved = True
+        done = subprocess.run(
+            [sys.executable, "-m", "reflexio", *args[1:]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+    assert approved
+
+
+def _agent_playbook(url: str) -> str:
+    with ReflexioClient(url_endpoint=url) as client:
+        client.add_agent_playbooks(
+            [{"agent_version": "v1", "content": "Confirm the order number before refunding"}]
+        )
+        return str(client.get_agent_playbooks(agent_version="v1").agent_playbooks[0].agent_playbook_id)
