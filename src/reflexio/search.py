@@ -24,7 +24,6 @@ from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 import Stemmer
 
 from reflexio.models.prompt import estimate_tokens
@@ -318,8 +317,9 @@ def rrf_scores(
     return out
 
 
+@lru_cache(maxsize=16_384)
 def word_set(text: str) -> frozenset[str]:
-    """Stemmed content words of a text, for cheap overlap tests."""
+    """Stemmed content words of a text, for cheap overlap tests (cached: learnings recur)."""
     return frozenset(tokenize(text))
 
 
@@ -337,48 +337,36 @@ def collapse_near_duplicates(
     *,
     cosine_limit: float = 0.95,
     overlap_limit: float = 0.85,
+    keep: int | None = None,
 ) -> list[T]:
     """Keep the first of each group of near-identical items (items come best first).
 
     Two items are duplicates when their vectors' cosine exceeds ``cosine_limit`` or their
     word sets overlap beyond ``overlap_limit``; either catches restatements of one fact.
-    Both tests run as matrix products, so a pool of 60 costs a fraction of a millisecond.
+    Items are compared only with those already kept, and the scan stops once ``keep`` are
+    kept, so the cost follows what is returned, not the size of the pool.
     """
-    near = _word_overlap(texts) > overlap_limit
-    near |= _cosines(vectors) > cosine_limit
     kept: list[int] = []
     for i in range(len(items)):
-        if not near[i, kept].any():
+        if keep is not None and len(kept) >= keep:
+            break
+        if not any(_near(i, j, texts, vectors, cosine_limit, overlap_limit) for j in kept):
             kept.append(i)
     return [items[i] for i in kept]
 
 
-def _word_overlap(texts: Sequence[str]) -> npt.NDArray[np.float32]:
-    """Pairwise Jaccard overlap of the texts' word sets (1.0 between two empty sets)."""
-    words = [word_set(t) for t in texts]
-    vocabulary = {w: i for i, w in enumerate(sorted(set().union(*words)))}
-    has = np.zeros((len(words), len(vocabulary)), dtype=np.float32)
-    for row, ws in enumerate(words):
-        has[row, [vocabulary[w] for w in ws]] = 1.0
-    shared = has @ has.T
-    sizes = has.sum(axis=1)
-    union = sizes[:, None] + sizes[None, :] - shared
-    overlap: npt.NDArray[np.float32] = np.ones_like(shared)
-    np.divide(shared, union, out=overlap, where=union > 0)
-    return overlap
-
-
-def _cosines(vectors: Sequence[np.ndarray | None]) -> npt.NDArray[np.float32]:
-    """Pairwise dot products of unit vectors; -1 where a vector is missing or widths differ."""
-    out = np.full((len(vectors), len(vectors)), -1.0, dtype=np.float32)
-    by_width: dict[tuple[int, ...], list[int]] = {}
-    for i, v in enumerate(vectors):
-        if v is not None:
-            by_width.setdefault(v.shape, []).append(i)
-    for rows in by_width.values():
-        block = np.stack([np.asarray(vectors[i], dtype=np.float32) for i in rows])
-        out[np.ix_(rows, rows)] = block @ block.T
-    return out
+def _near(
+    i: int,
+    j: int,
+    texts: Sequence[str],
+    vectors: Sequence[np.ndarray | None],
+    cosine_limit: float,
+    overlap_limit: float,
+) -> bool:
+    vi, vj = vectors[i], vectors[j]
+    if vi is not None and vj is not None and vi.shape == vj.shape and float(np.dot(vi, vj)) > cosine_limit:
+        return True
+    return jaccard(word_set(texts[i]), word_set(texts[j])) > overlap_limit
 
 
 def pack_to_budget(items: Sequence[T], sizes: Sequence[int], max_tokens: int | None) -> list[T]:

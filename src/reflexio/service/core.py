@@ -7,6 +7,7 @@ use-case functions of ``reflexio.service`` with it, so a behaviour exists in one
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +37,25 @@ class Core:
     storage: Storage
     embedder: Embedder
     extras: dict[str, Any] = field(default_factory=dict)
+    _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
 
-    def org_config(self, org_id: str) -> Config:
-        """The org's config, or the defaults when it never set one."""
+    def org_config(self, org_id: str, *, max_age: float = 0.0) -> Config:
+        """The org's config, or the defaults when it never set one.
+
+        Args:
+            org_id: The org.
+            max_age: Accept a copy read up to this many seconds ago (hot paths such as search
+                read the config on every call; a second of staleness there is harmless).
+        """
+        if max_age > 0:
+            cached = self._configs.get(org_id)
+            if cached is not None and time.monotonic() - cached[0] <= max_age:
+                return cached[1]
+        config = self._read_config(org_id)
+        self._configs[org_id] = (time.monotonic(), config)
+        return config
+
+    def _read_config(self, org_id: str) -> Config:
         stored = self.storage.get_org_config(org_id)
         if stored is None:
             return Config()

@@ -144,9 +144,9 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
     scored.sort(key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id))
     pool = scored[: plan.top_k * 3]
     kept = ranking.collapse_near_duplicates(
-        pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool]
+        pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool], keep=plan.top_k
     )
-    return [(row, round(s, 6)) for row, s in kept[: plan.top_k]]
+    return [(row, round(s, 6)) for row, s in kept]
 
 
 def _pack(hits: list[list[tuple[Learning, float]]], max_tokens: int) -> list[list[tuple[Learning, float]]]:
@@ -165,7 +165,7 @@ def _pack(hits: list[list[tuple[Learning, float]]], max_tokens: int) -> list[lis
 def _threshold(core: Core, org_id: str, requested: float | None) -> float:
     if requested is not None:
         return requested
-    configured = core.org_config(org_id).search_threshold
+    configured = core.org_config(org_id, max_age=1.0).search_threshold
     return DEFAULT_THRESHOLD if configured is None else configured
 
 

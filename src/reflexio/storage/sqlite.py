@@ -415,7 +415,7 @@ class SqliteStorage:
                 marks = ", ".join(f":id{i}" for i in range(len(chunk)))
                 conn.execute(
                     f"UPDATE learnings SET {sets}, updated_at = :updated_at, seq = :seq "
-                    f"WHERE org_id = :org_id AND id IN ({marks})",
+                    f"WHERE +org_id = :org_id AND id IN ({marks})",  # "+": look up by id, not by org
                     values | {f"id{i}": v for i, v in enumerate(chunk)},
                 )
             self._record(conn, seq, org_id, ids, common.change_events(before, changes, audit))
@@ -440,7 +440,7 @@ class SqliteStorage:
         ids = [r.id for r in doomed]
         for chunk in iter_chunks(ids, 500):
             conn.execute(
-                f"DELETE FROM learnings WHERE org_id = ? AND id IN ({SQLITE.params(len(chunk))})",
+                f"DELETE FROM learnings WHERE +org_id = ? AND id IN ({SQLITE.params(len(chunk))})",
                 [org_id, *chunk],
             )
         self._record(conn, seq, org_id, ids, events)
