@@ -205,7 +205,7 @@ def test_candidates_carry_both_scores_and_respect_each_filter(storage: Storage) 
 
 
 def test_filter_before_ranking_finds_an_old_row_among_many_newer(storage: Storage) -> None:
-    n = 100_000 if storage.backend != "postgres" else 20_000
+    n = 100_000
     embedder = storage.embedder  # type: ignore[attr-defined]
     text = "Keeps bees on the roof of the apartment"
     vector = embedder.embed([text])[0]
