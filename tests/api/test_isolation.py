@@ -21,7 +21,7 @@ from reflexio.models import RerunProfileGenerationRequest
 from reflexio.service import generation, keys
 from reflexio.service.core import Core
 from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import Audit, Learning, LearningKind, LearningStatus
+from reflexio.storage.records import Audit, EvaluationRecord, Learning, LearningKind, LearningStatus
 from tests.api.support import agent_playbook, make_client, ok, profile, publish_body, user_playbook
 
 A, B = "org-a", "org-b"
@@ -189,6 +189,8 @@ CASES = [
     _c("POST", "upgrade_all_user_playbooks", 409, body={"agent_version": "v1"}),
     _c("POST", "downgrade_all_user_playbooks", 409, body={}),
     _c("GET", "get_operation_status"),
+    _c("POST", "get_agent_success_evaluation_results", body={}),
+    _c("POST", "get_retrieved_learning_evaluation_results", body={}),
 ]
 
 
@@ -248,6 +250,28 @@ def seed_versions(core: Core) -> None:
     versions[0].profile_id = "alpha-pending"
     core.storage.save_learnings(versions, Audit(actor="seed"))
     generation.rerun_profile_generation(core, A, RerunProfileGenerationRequest(user_id="alpha-user"))
+    verdict = {"is_success": False, "failure_reason": CONTENT, "agent_version": "v1"}
+    core.storage.add_evaluations(
+        [
+            EvaluationRecord(
+                org_id=A,
+                kind="session",
+                user_id="alpha-user",
+                session_id="alpha-sess",
+                agent_version="v1",
+                result=verdict,
+            ),
+            EvaluationRecord(
+                org_id=A,
+                kind="learning",
+                user_id="alpha-user",
+                session_id="alpha-sess",
+                learning_kind="profile",
+                learning_id="alpha-prof",
+                result={"relevance_reason": CONTENT, "agent_version": "v1"},
+            ),
+        ]
+    )
 
 
 def state_of(core: Core, org_id: str) -> dict[str, Any]:

@@ -89,3 +89,21 @@ def test_a_finished_session_is_flushed_and_judged(core: Core) -> None:
     assert evaluation.result["number_of_correction_per_session"] == 1
     assert evaluation.result["is_success"] is True
     assert evaluation.user_id == "u2" and evaluation.agent_version == "shop@1"
+
+
+def test_session_verdicts_are_served_in_reflexio_shape(core: Core) -> None:
+    from reflexio.models import GetAgentSuccessEvaluationResultsRequest
+    from reflexio.service import evaluations
+
+    converse(core, "u3", "s3", LAPTOP)
+    drain(core)
+    found = evaluations.agent_success_results(
+        core, "o", GetAgentSuccessEvaluationResultsRequest(agent_version="shop@1")
+    )
+    (verdict,) = found.agent_success_evaluation_results
+    assert verdict.session_id == "s3" and verdict.is_success is False
+    assert verdict.number_of_correction_per_session == 1 and verdict.failure_type == "wrong_answer"
+    other = evaluations.agent_success_results(
+        core, "o", GetAgentSuccessEvaluationResultsRequest(agent_version="v9")
+    )
+    assert other.agent_success_evaluation_results == []

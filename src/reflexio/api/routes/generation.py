@@ -14,7 +14,11 @@ from reflexio.models import (
     DowngradeProfilesResponse,
     DowngradeUserPlaybooksRequest,
     DowngradeUserPlaybooksResponse,
+    GetAgentSuccessEvaluationResultsRequest,
+    GetEvaluationResultsViewResponse,
     GetOperationStatusResponse,
+    GetRetrievedLearningEvaluationResultsRequest,
+    GetRetrievedLearningEvaluationResultsResponse,
     ManualPlaybookGenerationRequest,
     ManualPlaybookGenerationResponse,
     ManualProfileGenerationRequest,
@@ -28,7 +32,7 @@ from reflexio.models import (
     UpgradeUserPlaybooksRequest,
     UpgradeUserPlaybooksResponse,
 )
-from reflexio.service import generation, versions
+from reflexio.service import evaluations, generation, versions
 
 __all__ = ["router"]
 
@@ -105,3 +109,19 @@ def get_operation_status(
 ) -> GetOperationStatusResponse:
     """The latest rerun of ``profile_generation`` or ``playbook_generation``, with its progress."""
     return generation.get_operation_status(core, caller.org_id, service_name)
+
+
+@router.post("/get_agent_success_evaluation_results")
+def get_agent_success_evaluation_results(
+    body: GetAgentSuccessEvaluationResultsRequest, core: CoreDep, caller: CallerDep
+) -> GetEvaluationResultsViewResponse:
+    """Session-success verdicts of the caller's org (judged when a session goes idle)."""
+    return evaluations.agent_success_results(core, caller.org_id, body)
+
+
+@router.post("/get_retrieved_learning_evaluation_results")
+def get_retrieved_learning_evaluation_results(
+    body: GetRetrievedLearningEvaluationResultsRequest, core: CoreDep, caller: CallerDep
+) -> GetRetrievedLearningEvaluationResultsResponse:
+    """Verdicts on the learnings injected into the caller's sessions."""
+    return evaluations.retrieved_learning_results(core, caller.org_id, body)
