@@ -107,6 +107,7 @@ class SqliteStorage:
         self._conns_lock = threading.Lock()
         self._indexes: dict[str, _OrgIndex] = {}
         self._indexes_lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._migrate()
         self._stop = threading.Event()
         self._checkpointer = threading.Thread(
@@ -130,22 +131,30 @@ class SqliteStorage:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; writers of this process queue on a lock first.
+
+        SQLite admits one writer; a second one polls with sleeps of 1 ms and more (its busy
+        handler), which under concurrent publishes costs far more than the writes themselves.
+        Threads of one process therefore wait on a lock instead, and only other processes
+        sharing the file go through the busy handler.
+        """
         conn = self._conn()
         if self._local.depth:
             yield conn
             return
-        conn.execute("BEGIN IMMEDIATE")
-        self._local.depth = 1
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            self._forget_indexes()
-            raise
-        else:
-            conn.execute("COMMIT")
-        finally:
-            self._local.depth = 0
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            self._local.depth = 1
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                self._forget_indexes()
+                raise
+            else:
+                conn.execute("COMMIT")
+            finally:
+                self._local.depth = 0
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteStorage]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Query
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from reflexio.api.auth import CallerDep, CoreDep
@@ -43,7 +44,7 @@ router = api_router("interactions")
 
 
 @router.post("/publish_interaction")
-def publish_interaction(
+async def publish_interaction(
     body: PublishUserInteractionRequest,
     request: Request,
     core: CoreDep,
@@ -53,12 +54,15 @@ def publish_interaction(
     """Store a batch of turns (idempotent on ``request_id``) and schedule learning from it.
 
     A caller who waits gets every turn learned from now (``flush``), not only full strides.
+    ``async`` with explicit thread hops for the blocking work, the hottest write route.
     """
-    out = publish.publish(core, caller.org_id, body, flush=wait_for_response)
+    out = await run_in_threadpool(publish.publish, core, caller.org_id, body, flush=wait_for_response)
     if not wait_for_response or out.request_id is None or out.learning_status == "done":
         return out
     deadline = float(request.app.state.publish_wait_seconds)
-    settled = publish.wait_for_learning(core, caller.org_id, out.request_id, deadline)
+    settled = await run_in_threadpool(
+        publish.wait_for_learning, core, caller.org_id, out.request_id, deadline
+    )
     done = settled.status == "done"
     reason = settled.reason or f"learning is {settled.status} after waiting {deadline:g}s"
     return out.model_copy(

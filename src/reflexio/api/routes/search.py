@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
+
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import api_router
 from reflexio.models import UnifiedSearchRequest, UnifiedSearchViewResponse
@@ -13,6 +15,10 @@ router = api_router("search")
 
 
 @router.post("/search")
-def search(body: UnifiedSearchRequest, core: CoreDep, caller: CallerDep) -> UnifiedSearchViewResponse:
-    """Profiles, user playbooks and agent playbooks ranked for a query (``degraded`` always set)."""
-    return retrieve.search(core, caller.org_id, body)
+async def search(body: UnifiedSearchRequest, core: CoreDep, caller: CallerDep) -> UnifiedSearchViewResponse:
+    """Profiles, user playbooks and agent playbooks ranked for a query (``degraded`` always set).
+
+    ``async`` with one explicit thread hop: a sync route also validates and serialises in the
+    threadpool, several hops per request on the hottest route.
+    """
+    return await run_in_threadpool(retrieve.search, core, caller.org_id, body)
