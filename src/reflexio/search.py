@@ -294,6 +294,29 @@ def fused_score(
     return sum(w * s for w, s in parts) / total_weight
 
 
+def fused_scores(
+    vector_scores: np.ndarray | None, fts_norms: np.ndarray | None, weights: FusionWeights = FusionWeights()
+) -> np.ndarray:
+    """`fused_score` of many candidates at once; NaN in an array marks an arm missing there.
+
+    Backends with an in-process index use it to drop candidates under the search threshold
+    before they load the rows, which is most of a search's cost.
+    """
+    wv, wf = weights.normalised()
+    total: np.ndarray | float = 0.0
+    weight: np.ndarray | float = 0.0
+    for w, values in ((wv, vector_scores), (wf, fts_norms)):
+        if values is None:
+            continue
+        present = values == values  # NaN is not equal to itself
+        total = total + w * np.clip(np.where(present, values, 0.0), 0.0, 1.0)
+        weight = weight + w * present
+    if isinstance(total, float) or isinstance(weight, float):
+        return np.zeros(0, dtype=np.float64)
+    out: np.ndarray = np.where(weight > 0, total / np.maximum(weight, 1e-12), 0.0)
+    return out
+
+
 def rrf_scores(
     ranks: Sequence[tuple[int | None, int | None]],
     k: int = RRF_K,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,56 @@ def test_reformulation_rewrites_the_query_from_the_conversation(core: Core) -> N
     assert core.storage.llm_usage("o").calls == 1
     plain = ask(core, "which one then?", threshold=0.0)
     assert plain.reformulated_query is None and len(llm.calls) == 1
+
+
+class _NoShortcuts:
+    """The storage, asked for every candidate (no floor, no pool): the reference answer."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def search_candidates(self, org_id: str, query: Any) -> Any:
+        return self._inner.search_candidates(org_id, replace(query, floor=None, pool=None))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_backends_may_drop_what_ranking_drops_without_changing_an_answer(core: Core) -> None:
+    core.storage.save_learnings(
+        [
+            Learning(
+                org_id="o",
+                kind=A,
+                agent_version="v1",
+                trigger=f"laptop question {i}",
+                content=f"For laptops, mention topic {i} of {' '.join(WORDS[i % 7 :][:3])}",
+            )
+            for i in range(40)
+        ],
+        Audit(),
+    )
+    # The ten best rules were served in session s9 already: the next one must still come,
+    # though a backend may keep only the best few candidates per kind.
+    best = ask(core, threshold=0.0, top_k=10, entity_types=["agent_playbooks"]).agent_playbooks
+    assert len(best) == 10
+    for session in ("s9", "s10"):  # a search adds to its session's exposures: one each
+        core.storage.add_exposures("o", session, [("agent_playbook", str(v.agent_playbook_id)) for v in best])
+    asks = [{"threshold": 0.0, "top_k": 2}, {"threshold": 0.2}, {"top_k": 1}]
+    shortcut = [everything(ask(core, **kw)) for kw in asks[:2]] + [
+        everything(ask(core, top_k=1, session_id="s9"))
+    ]
+    real = core.storage
+    core.storage = _NoShortcuts(real)  # type: ignore[assignment]
+    try:
+        reference = [everything(ask(core, **kw)) for kw in asks[:2]]
+        reference.append(everything(ask(core, top_k=1, session_id="s10")))
+    finally:
+        core.storage = real
+    assert [[(v.content, v.score) for v in r] for r in shortcut] == [
+        [(v.content, v.score) for v in r] for r in reference
+    ]
+    assert shortcut[2]
+
+
+WORDS = ["battery", "screen", "keyboard", "weight", "price", "ports", "warranty", "linux", "fans", "hinge"]

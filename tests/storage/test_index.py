@@ -8,11 +8,13 @@ semantics of each filter on every backend, these tests check the index's own boo
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 
+from reflexio import search
 from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
-from reflexio.storage.index import IndexRow, LearningIndex
+from reflexio.storage.index import Hit, IndexRow, LearningIndex
 from reflexio.storage.records import Approval, LearningKind, LearningStatus
 
 WORDS = [
@@ -171,3 +173,41 @@ def test_vectors_of_two_widths_coexist_and_a_query_compares_only_its_own() -> No
     index.compact()
     assert [h.id for h in index.search(query, NOW)[0]] == [7]
     assert index.vector_of(8) is not None and index.vector_of(8).shape == (16,)  # type: ignore[union-attr]
+
+
+def test_a_floor_leaves_out_exactly_the_hits_the_caller_would_drop() -> None:
+    rng = random.Random(4)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 800)])
+    vector = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    base = CandidateQuery(filters=tuple(FILTERS), text="coffee tax order", vector=vector, embed_model="m")
+
+    def fused(hit: Hit) -> float:
+        return search.fused_score(hit.vector_score, hit.fts_norm)
+
+    everything = index.search(base, NOW)
+    floored = index.search(replace(base, floor=0.3), NOW)
+    for all_hits, kept in zip(everything, floored, strict=True):
+        assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= 0.3}
+    pooled = index.search(replace(base, floor=0.0, pool=5), NOW)
+    for all_hits, kept in zip(everything, pooled, strict=True):
+        scores = sorted((fused(h) for h in all_hits), reverse=True)
+        fifth = scores[4] if len(scores) > 5 else 0.0
+        assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= fifth - 1e-9}
+    assert any(len(hits) > 5 for hits in everything)  # the pool did cut somewhere
+
+
+def test_batch_fusion_agrees_with_one_at_a_time() -> None:
+    rng = random.Random(5)
+    vec = np.asarray([rng.uniform(-0.2, 1.1) for _ in range(50)] + [np.nan] * 5)
+    fts = np.asarray([rng.uniform(0, 1) for _ in range(55)])
+    weights = search.FusionWeights(vector=0.3, fts=0.5)
+    batch = search.fused_scores(vec, fts, weights)
+    one = [
+        search.fused_score(None if v != v else float(v), float(f), weights)
+        for v, f in zip(vec, fts, strict=True)
+    ]
+    assert np.allclose(batch, one)
+    assert np.allclose(
+        search.fused_scores(vec[:3], None), [search.fused_score(float(v), None) for v in vec[:3]]
+    )

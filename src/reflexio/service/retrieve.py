@@ -53,6 +53,8 @@ DEFAULT_THRESHOLD = 0.15
 #: How many candidates each arm brings per kind, relative to ``top_k``.
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
+#: Best-scored candidates per kind kept for near-duplicate collapse (which keeps top_k).
+POOL_FACTOR = 3
 
 _KIND_OF_ENTITY = {
     "profiles": LearningKind.PROFILE,
@@ -98,6 +100,9 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
         embed_model=core.embedder.name,
         limit=max(plan.top_k * CANDIDATE_FACTOR, MIN_CANDIDATES),
         mode=StoreMode(mode.value),
+        floor=plan.threshold if plan.fusion == "calibrated" else None,
+        weights=plan.weights,
+        pool=plan.top_k * POOL_FACTOR + len(plan.exclude),  # the excluded may all rank first
     )
     candidates = core.storage.search_candidates(org_id, query)
     timings["candidates_ms"] = (time.perf_counter() - started) * 1000
@@ -142,7 +147,7 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
         if s >= plan.threshold and (row.kind.value, row.wire_id) not in plan.exclude
     ]
     scored.sort(key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id))
-    pool = scored[: plan.top_k * 3]
+    pool = scored[: plan.top_k * POOL_FACTOR]
     kept = ranking.collapse_near_duplicates(
         pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool], keep=plan.top_k
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from reflexio.search import FusionWeights
 from reflexio.storage.records import (
     Approval,
     InteractionRecord,
@@ -209,6 +210,12 @@ class CandidateQuery:
         embed_model: Only vectors made by this model are compared with ``vector``.
         limit: Candidates per filter and per arm.
         mode: Which arms run.
+        floor: A calibrated fused score (``reflexio.search.fused_score`` with ``weights``)
+            under which a candidate may be left out: the caller drops those anyway, and a
+            backend that scores before it loads rows saves loading them. None keeps all.
+        weights: The fusion weights ``floor`` is measured with.
+        pool: With ``floor``: a backend may also leave out candidates scoring below the
+            ``pool``-th best fused score of their filter (ties are kept).
     """
 
     filters: tuple[LearningFilter, ...]
@@ -217,6 +224,9 @@ class CandidateQuery:
     embed_model: str = ""
     limit: int = 50
     mode: SearchMode = SearchMode.HYBRID
+    floor: float | None = None
+    weights: FusionWeights = field(default_factory=FusionWeights)
+    pool: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -501,7 +501,9 @@ class SqliteStorage:
     def _fresh_entry(self, org_id: str) -> tuple[_OrgIndex, int]:
         """The org's index entry, caught up with the change log, and the sequence it is at."""
         with self._indexes_lock:
-            entry = self._indexes.setdefault(org_id, _OrgIndex())
+            entry = self._indexes.get(org_id)
+            if entry is None:  # not setdefault: building an empty index costs ~70 us
+                entry = self._indexes[org_id] = _OrgIndex()
         with entry.lock:
             conn = self._conn()
             state = conn.execute(_Q["get_seq"], (org_id,)).fetchone()
