@@ -107,3 +107,29 @@ def test_session_verdicts_are_served_in_reflexio_shape(core: Core) -> None:
         core, "o", GetAgentSuccessEvaluationResultsRequest(agent_version="v9")
     )
     assert other.agent_success_evaluation_results == []
+
+
+def test_no_model_runs_while_the_store_is_locked_for_writing(tmp_path: Path) -> None:
+    """Embedding a new learning takes milliseconds; publishes must not queue behind it."""
+    c = open_core(
+        Settings.from_env({"REFLEXIO_STORAGE_URL": f"sqlite:///{tmp_path}/r.db", "HOME": str(tmp_path)})
+    )
+    storage: Any = c.storage
+    inner = storage.embedder
+    locked_calls: list[bool] = []
+
+    class Watching:
+        name, dim = inner.name, inner.dim
+
+        def embed(self, texts: Any, *, kind: str = "document") -> Any:
+            locked_calls.append(storage._write_lock.locked())
+            return inner.embed(texts, kind=kind)
+
+    storage.embedder = c.embedder = Watching()
+    try:
+        converse(c, "u1", "s1", LAPTOP)
+        drain(c)
+        assert c.storage.count_learnings("o", LearningFilter()) > 0
+        assert locked_calls and not any(locked_calls)
+    finally:
+        c.close()

@@ -7,9 +7,11 @@ the job), which is what makes learning effects exactly-once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from reflexio.embed import Embedder
 from reflexio.storage import Storage
+from reflexio.storage.common import with_current_vectors
 from reflexio.storage.filters import LearningFilter
 from reflexio.storage.records import Audit, Learning, LearningStatus
 
@@ -46,6 +48,15 @@ class Changes:
 
     def __bool__(self) -> bool:
         return bool(self.added or self.updated or self.superseded or self.archived)
+
+    def with_vectors(self, embedder: Embedder) -> Changes:
+        """These changes with the new and rewritten learnings embedded (apply them after,
+        so the effects transaction does not hold the store's write lock while a model runs)."""
+        return replace(
+            self,
+            added=with_current_vectors(self.added, embedder),
+            updated=with_current_vectors(self.updated, embedder),
+        )
 
     def extend(self, other: Changes) -> None:
         """Fold another step's changes into these (indices of ``other`` shift)."""

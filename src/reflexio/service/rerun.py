@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from reflexio.embed import Embedder
 from reflexio.errors import ReflexioError
 from reflexio.jobs import Handler, JobContext, LeaseLost, PermanentJobError
 from reflexio.learn.changes import Changes, Supersede, apply_changes
@@ -239,6 +240,7 @@ class _Run:
 
     ctx: JobContext
     storage: Storage
+    embedder: Embedder
     config: Config
     learner: Learner
     scope: RerunScope
@@ -304,7 +306,7 @@ class _Run:
         generated = 0
         for window in windows:
             changes = learn_window(lens, self.config, window, self.learner.proposer, self.learner.judge)
-            changes = pending_only(self.storage, self.org_id, changes, kind)
+            changes = pending_only(self.storage, self.org_id, changes, kind).with_vectors(self.embedder)
             with self.ctx.effects(final=False) as tx:
                 generated += len(apply_changes(tx, self.org_id, changes, self._audit(changes.reason)))
         self.progress.done(user_id, len(read), generated, len(windows))
@@ -357,6 +359,6 @@ def rerun_handler(core: Core, learner_for: Callable[[Core, Config, str, int | No
         if scope.extractor not in enabled_extractors(config):
             raise PermanentJobError(f"the {scope.extractor} extractor is turned off in this org's config")
         learner = learner_for(core, config, org_id, ctx.job.id)
-        _Run(ctx, core.storage, config, learner, scope).run()
+        _Run(ctx, core.storage, core.embedder, config, learner, scope).run()
 
     return handle

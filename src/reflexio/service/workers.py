@@ -67,7 +67,8 @@ def _extract(core: Core) -> Handler:
         learner = learner_for(core, config, ctx.job.org_id, ctx.job.id)
 
         def learn(window: Window) -> Changes:
-            return learn_window(core.storage, config, window, learner.proposer, learner.judge)
+            changes = learn_window(core.storage, config, window, learner.proposer, learner.judge)
+            return changes.with_vectors(core.embedder)
 
         run_extraction(ctx, core.storage, config, learn)
 

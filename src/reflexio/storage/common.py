@@ -32,6 +32,7 @@ __all__ = [
     "delete_events",
     "prepare_learnings",
     "save_events",
+    "with_current_vectors",
 ]
 
 #: Fields ``update_learnings`` may set in bulk; text fields go through ``save_learnings``
@@ -48,7 +49,17 @@ def prepare_learnings(rows: Sequence[Learning], embedder: Embedder) -> list[Lear
     otherwise all rows needing one are embedded in a single batch.
     """
     t = int(now())
-    out = [_stamped(row, t) for row in rows]
+    return with_current_vectors([_stamped(row, t) for row in rows], embedder)
+
+
+def with_current_vectors(rows: Sequence[Learning], embedder: Embedder) -> list[Learning]:
+    """The rows, those whose vector does not match their text re-embedded in one batch.
+
+    Callers that write inside a longer transaction (job effects) call it before opening
+    that transaction, so that no lock is held while a model runs; saving then finds the
+    vectors current and embeds nothing.
+    """
+    out = list(rows)
     stale = [i for i, row in enumerate(out) if not _vector_is_current(row, embedder)]
     if stale:
         vectors = embedder.embed([out[i].search_text for i in stale], kind="document")
