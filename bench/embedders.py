@@ -10,6 +10,7 @@ one short sentence per call, uncached. Throughput is one call over many texts, b
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -22,16 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from reflexio import embed
 from reflexio.embed import Embedder
 
 RESULTS = Path(__file__).parent / "results" / "embedders.json"
 
-# label -> (class in reflexio.embed, constructor arguments)
-EMBEDDERS: dict[str, tuple[str, tuple[int, ...]]] = {
-    "wordllama-256": ("WordLlamaEmbedder", (256,)),
-    "wordllama-128": ("WordLlamaEmbedder", (128,)),
-    "minilm": ("MiniLMEmbedder", ()),
+# label -> (module, class, constructor arguments)
+EMBEDDERS: dict[str, tuple[str, str, tuple[int, ...]]] = {
+    "wordllama-256": ("reflexio.embed", "WordLlamaEmbedder", (256,)),
+    "wordllama-128": ("reflexio.embed", "WordLlamaEmbedder", (128,)),
+    "minilm": ("reflexio.embed.minilm", "MiniLMEmbedder", ()),
 }
 
 WORDS = [
@@ -69,11 +69,11 @@ def sentences(count: int, low: int, high: int, seed: int = 1) -> list[str]:
     return [" ".join(rng.choice(WORDS, int(rng.integers(low, high)))) for _ in range(count)]
 
 
-def cold_start(cls: str, args: tuple[int, ...], runs: int = 3) -> float:
+def cold_start(module: str, cls: str, args: tuple[int, ...], runs: int = 3) -> float:
     """Median seconds for a fresh process to import, load and embed one sentence."""
     script = (
         "import time; t = time.perf_counter()\n"
-        f"from reflexio.embed import {cls}\n"
+        f"from {module} import {cls}\n"
         f"{cls}(*{args!r}).embed(['hello world'])\n"
         "print(time.perf_counter() - t)"
     )
@@ -110,14 +110,14 @@ def _timed(embedder: Embedder, texts: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def measure(label: str, cls: str, args: tuple[int, ...]) -> dict[str, Any]:
+def measure(label: str, module: str, cls: str, args: tuple[int, ...]) -> dict[str, Any]:
     """All numbers for one embedder, as a row of the results file."""
-    embedder: Embedder = getattr(embed, cls)(*args)
+    embedder: Embedder = getattr(importlib.import_module(module), cls)(*args)
     return {
         "embedder": label,
         "name": embedder.name,
         "dim": embedder.dim,
-        "cold_start_s": round(cold_start(cls, args), 3),
+        "cold_start_s": round(cold_start(module, cls, args), 3),
         "query_latency_ms": round(latency_ms(embedder), 3),
         "sentences_per_s": round(throughput(embedder, sentences(1000, 6, 16))),
         "paragraphs_per_s": round(throughput(embedder, sentences(200, 90, 110))),
@@ -126,7 +126,7 @@ def measure(label: str, cls: str, args: tuple[int, ...]) -> dict[str, Any]:
 
 def main() -> None:
     load_at_start = round(os.getloadavg()[0], 2)
-    rows = [measure(label, cls, args) for label, (cls, args) in EMBEDDERS.items()]
+    rows = [measure(label, *spec) for label, spec in EMBEDDERS.items()]
     report = {
         "measured": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {

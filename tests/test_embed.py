@@ -17,16 +17,15 @@ import pytest
 import wordllama
 
 from reflexio.embed import (
-    MINILM_INSTALL_HINT,
     CachedEmbedder,
     EmbedderUnavailable,
     EmbedKind,
     LiteLLMEmbedder,
-    MiniLMEmbedder,
     Vectors,
     WordLlamaEmbedder,
     open_embedder,
 )
+from reflexio.embed.minilm import MINILM_INSTALL_HINT, MiniLMEmbedder
 
 # --- network guard --------------------------------------------------------------------------
 
