@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from reflexio import search
 from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.storage.postings import Codes, Positions, Postings, intersect, isin, top
 from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, Vector
 
 __all__ = ["Hit", "IndexRow", "LearningIndex"]
@@ -146,70 +147,6 @@ class Hit:
     vector_rank: int | None
 
 
-class _Codes:
-    """Interns strings of one column as small ints (-1 = NULL)."""
-
-    def __init__(self) -> None:
-        self._codes: dict[str, int] = {}
-
-    def code(self, value: str | None) -> int:
-        if value is None:
-            return -1
-        return self._codes.setdefault(value, len(self._codes))
-
-    def lookup(self, value: str) -> int | None:
-        return self._codes.get(value)
-
-
-class _Positions:
-    """Ascending positions: a numpy base plus a small append buffer."""
-
-    __slots__ = ("_buf", "pos")
-
-    def __init__(self, pos: IntArray | None = None) -> None:
-        self.pos = pos if pos is not None else np.empty(0, dtype=np.int64)
-        self._buf: list[int] = []
-
-    def add(self, position: int) -> None:
-        self._buf.append(position)
-
-    def array(self) -> IntArray:
-        if self._buf:
-            self.pos = np.concatenate([self.pos, np.asarray(self._buf, dtype=np.int64)])
-            self._buf.clear()
-        return self.pos
-
-    def __len__(self) -> int:
-        return len(self.pos) + len(self._buf)
-
-
-class _Postings:
-    """One term's positions (ascending) and term frequencies: a numpy base plus a small append buffer."""
-
-    __slots__ = ("_buf_pos", "_buf_tf", "pos", "tf")
-
-    def __init__(self, pos: IntArray | None = None, tf: FloatArray32 | None = None):
-        self.pos = pos if pos is not None else np.empty(0, dtype=np.int64)
-        self.tf = tf if tf is not None else np.empty(0, dtype=np.float32)
-        self._buf_pos: list[int] = []
-        self._buf_tf: list[float] = []
-
-    def add(self, position: int, tf: float) -> None:
-        self._buf_pos.append(position)
-        self._buf_tf.append(tf)
-
-    def arrays(self) -> tuple[IntArray, FloatArray32]:
-        if self._buf_pos:
-            self.pos = np.concatenate([self.pos, np.asarray(self._buf_pos, dtype=np.int64)])
-            self.tf = np.concatenate([self.tf, np.asarray(self._buf_tf, dtype=np.float32)])
-            self._buf_pos.clear()
-            self._buf_tf.clear()
-        return self.pos, self.tf
-
-    def __len__(self) -> int:
-        return len(self.pos) + len(self._buf_pos)
-
-
 _Term = tuple[IntArray, FloatArray32, float]
 
 
@@ -231,13 +168,13 @@ class LearningIndex:
         self._clustered = 0  # positions below this are in clustered order
         self._pos_of: dict[int, int] = {}
         self._profile_pos: dict[str, int] = {}
-        self._terms: dict[str, _Postings] = {}
+        self._terms: dict[str, Postings] = {}
         self._df: dict[str, int] = {}
         self._forward: list[tuple[str, ...]] = []
         self._tag_pos: dict[str, list[int]] = {}
-        self._scoped: dict[tuple[str, ...], dict[int, _Positions]] = {cols: {} for cols in _SCOPES}
-        self._users, self._versions, self._names = _Codes(), _Codes(), _Codes()
-        self._requests, self._sources, self._models = _Codes(), _Codes(), _Codes()
+        self._scoped: dict[tuple[str, ...], dict[int, Positions]] = {cols: {} for cols in _SCOPES}
+        self._users, self._versions, self._names = Codes(), Codes(), Codes()
+        self._requests, self._sources, self._models = Codes(), Codes(), Codes()
         #: One matrix per vector width: after an embedder change both models' vectors are kept
         #: until the old ones are re-embedded; a query compares only its own model's.
         self._vectors: dict[int, npt.NDArray[np.float32]] = {}
@@ -303,7 +240,7 @@ class LearningIndex:
             self._tag_pos.setdefault(tag, []).append(p)
         for cols in _SCOPES:
             key = _scope_key(*(int(self._c[col][p]) for col in cols))
-            self._scoped[cols].setdefault(key, _Positions()).add(p)
+            self._scoped[cols].setdefault(key, Positions()).add(p)
         self._c["live"][p] = True
         self._live_count += 1
 
@@ -346,7 +283,7 @@ class LearningIndex:
         for term, tf in counts.items():
             postings = self._terms.get(term)
             if postings is None:
-                postings = self._terms[term] = _Postings()
+                postings = self._terms[term] = Postings()
             postings.add(p, float(tf))
             self._df[term] = self._df.get(term, 0) + 1
         self._forward.append(tuple(counts))
@@ -425,7 +362,7 @@ class LearningIndex:
             if a == b:
                 continue
             term = names[int(term_of[a])]
-            self._terms[term] = _Postings(pos[a:b], tf32[a:b])
+            self._terms[term] = Postings(pos[a:b], tf32[a:b])
             self._df[term] = b - a
 
     def _index_scopes(self) -> None:
@@ -436,7 +373,7 @@ class LearningIndex:
             order = np.argsort(keys, kind="stable")
             bounds = np.flatnonzero(np.diff(keys[order])) + 1
             lists = np.split(order.astype(np.int64), bounds) if n else []
-            self._scoped[cols] = {int(keys[part[0]]): _Positions(part) for part in lists}
+            self._scoped[cols] = {int(keys[part[0]]): Positions(part) for part in lists}
 
     def compact(self) -> None:
         """Drop dead positions and re-cluster live ones by scope (after many writes)."""
@@ -462,7 +399,7 @@ class LearningIndex:
                 continue
             new, tf = new[keep], tf[keep]
             by_pos = np.argsort(new, kind="stable")
-            self._terms[term] = _Postings(new[by_pos], tf[by_pos])
+            self._terms[term] = Postings(new[by_pos], tf[by_pos])
         self._tag_pos = {
             t: sorted(int(remap[p]) for p in ps if remap[p] >= 0) for t, ps in self._tag_pos.items()
         }
@@ -548,7 +485,7 @@ class LearningIndex:
         c = self._c
         keep = np.ones(len(rows), dtype=np.bool_)
         if where.kinds and "kind" not in done:
-            keep &= _isin(c["kind"][rows], [_KINDS[k] for k in where.kinds])
+            keep &= isin(c["kind"][rows], [_KINDS[k] for k in where.kinds])
         for value, codes, col in (
             (where.user_id, self._users, "user"),
             (where.agent_version, self._versions, "version"),
@@ -562,10 +499,10 @@ class LearningIndex:
                     return np.zeros(len(rows), dtype=np.bool_)
                 keep &= c[col][rows] == code
         if where.statuses is not None:
-            keep &= _isin(c["status"][rows], [_STATUSES[s] for s in where.statuses])
+            keep &= isin(c["status"][rows], [_STATUSES[s] for s in where.statuses])
         if where.approvals is not None:
             agent = c["kind"][rows] == _KINDS[LearningKind.AGENT_PLAYBOOK]
-            keep &= ~agent | _isin(c["approval"][rows], [_APPROVALS[a] for a in where.approvals])
+            keep &= ~agent | isin(c["approval"][rows], [_APPROVALS[a] for a in where.approvals])
         for col, bound, lower in (
             ("created", where.created_after, True),
             ("created", where.created_before, False),
@@ -599,7 +536,7 @@ class LearningIndex:
         k1, b = search.BM25_K1, search.BM25_B
         local, weights = [], []
         for pos, tf, idf in terms:
-            at, t = _intersect(rows, pos, tf)
+            at, t = intersect(rows, pos, tf)
             norm = k1 * (1.0 - b + b * self._c["doc_len"][rows[at]] / avgdl)
             local.append(at)
             weights.append(idf * t * (k1 + 1.0) / (t + norm))
@@ -652,15 +589,15 @@ class LearningIndex:
         the pool's last) are left out here, so it loads only rows it may serve.
         """
         matched = np.flatnonzero(raw > 0)
-        fts_rank = {int(matched[i]): r + 1 for r, i in enumerate(_top(raw[matched], limit))}
+        fts_rank = {int(matched[i]): r + 1 for r, i in enumerate(top(raw[matched], limit))}
         vec_rank: dict[int, int] = {}
         if sims is not None:
             missing = np.isnan(sims)
             if missing.any():
                 valid = np.flatnonzero(~missing)
-                best = valid[_top(sims[valid], limit)]
+                best = valid[top(sims[valid], limit)]
             else:
-                best = _top(sims, limit)
+                best = top(sims, limit)
             vec_rank = {i: r + 1 for r, i in enumerate(best.tolist())}
         fts_on = ceiling > 0
         chosen = np.asarray(list(dict.fromkeys([*fts_rank, *vec_rank])), dtype=np.int64)
@@ -726,45 +663,3 @@ def _cluster_order(meta: dict[str, npt.NDArray[Any]]) -> IntArray:
     """Order rows by (kind, user, agent version, id), so each scope's rows sit together."""
     order: IntArray = np.lexsort((meta["ids"], meta["version"], meta["user"], meta["kind"]))
     return order
-
-
-def _isin(values: npt.NDArray[Any], codes: Sequence[int]) -> BoolArray:
-    """``np.isin`` for a handful of small codes, without its per-call overhead."""
-    out = np.zeros(len(values), dtype=np.bool_)
-    for code in codes:
-        out |= values == code
-    return out
-
-
-def _intersect(rows: IntArray, pos: IntArray, tf: FloatArray32) -> tuple[IntArray, FloatArray32]:
-    """Where a term's postings meet ``rows`` (both ascending): indices into rows, and tf there.
-
-    Binary-searches the shorter array in the longer one, so a rare term in a big scope and a
-    common term in a small scope are both cheap.
-    """
-    if len(pos) == 0 or len(rows) == 0:
-        return _EMPTY, np.empty(0, dtype=np.float32)
-    if len(pos) > 64:  # a clustered scope is a narrow range of positions: cut the postings to it
-        a, b = int(pos.searchsorted(rows[0])), int(pos.searchsorted(rows[-1], side="right"))
-        pos, tf = pos[a:b], tf[a:b]
-        if len(pos) == 0:
-            return _EMPTY, np.empty(0, dtype=np.float32)
-    if len(rows) <= len(pos):
-        at = np.minimum(np.searchsorted(pos, rows), len(pos) - 1)
-        local = np.flatnonzero(pos[at] == rows)
-        return local, tf[at[local]]
-    at = np.minimum(np.searchsorted(rows, pos), len(rows) - 1)
-    hit = rows[at] == pos
-    return at[hit], tf[hit]
-
-
-def _top(scores: npt.NDArray[np.floating], limit: int) -> IntArray:
-    """Indices of the ``limit`` highest scores, best first."""
-    if len(scores) == 0 or limit <= 0:
-        return np.empty(0, dtype=np.int64)
-    if len(scores) > limit:
-        idx = np.argpartition(-scores, limit - 1)[:limit]
-    else:
-        idx = np.arange(len(scores))
-    idx = idx[np.argsort(-scores[idx], kind="stable")]
-    return idx.astype(np.int64)

@@ -1,0 +1,128 @@
+"""The growable arrays under ``LearningIndex``: interned codes, position lists and postings.
+
+Each keeps a numpy base plus a small Python append buffer, so single-row upserts stay cheap
+and a search reads one contiguous array (the buffer is folded in on first read). The helpers
+below do the index's set work on sorted position arrays without numpy's per-call overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Codes", "Positions", "Postings", "intersect", "isin", "top"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray32 = npt.NDArray[np.float32]
+
+_EMPTY: IntArray = np.empty(0, dtype=np.int64)
+
+
+class Codes:
+    """Interns strings of one column as small ints (-1 = NULL)."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+
+    def code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        return self._codes.setdefault(value, len(self._codes))
+
+    def lookup(self, value: str) -> int | None:
+        return self._codes.get(value)
+
+
+class Positions:
+    """Ascending positions: a numpy base plus a small append buffer."""
+
+    __slots__ = ("_buf", "pos")
+
+    def __init__(self, pos: IntArray | None = None) -> None:
+        self.pos = pos if pos is not None else np.empty(0, dtype=np.int64)
+        self._buf: list[int] = []
+
+    def add(self, position: int) -> None:
+        self._buf.append(position)
+
+    def array(self) -> IntArray:
+        if self._buf:
+            self.pos = np.concatenate([self.pos, np.asarray(self._buf, dtype=np.int64)])
+            self._buf.clear()
+        return self.pos
+
+    def __len__(self) -> int:
+        return len(self.pos) + len(self._buf)
+
+
+class Postings:
+    """One term's positions (ascending) and term frequencies: a numpy base plus a small append buffer."""
+
+    __slots__ = ("_buf_pos", "_buf_tf", "pos", "tf")
+
+    def __init__(self, pos: IntArray | None = None, tf: FloatArray32 | None = None):
+        self.pos = pos if pos is not None else np.empty(0, dtype=np.int64)
+        self.tf = tf if tf is not None else np.empty(0, dtype=np.float32)
+        self._buf_pos: list[int] = []
+        self._buf_tf: list[float] = []
+
+    def add(self, position: int, tf: float) -> None:
+        self._buf_pos.append(position)
+        self._buf_tf.append(tf)
+
+    def arrays(self) -> tuple[IntArray, FloatArray32]:
+        if self._buf_pos:
+            self.pos = np.concatenate([self.pos, np.asarray(self._buf_pos, dtype=np.int64)])
+            self.tf = np.concatenate([self.tf, np.asarray(self._buf_tf, dtype=np.float32)])
+            self._buf_pos.clear()
+            self._buf_tf.clear()
+        return self.pos, self.tf
+
+    def __len__(self) -> int:
+        return len(self.pos) + len(self._buf_pos)
+
+
+def isin(values: npt.NDArray[Any], codes: Sequence[int]) -> BoolArray:
+    """``np.isin`` for a handful of small codes, without its per-call overhead."""
+    out = np.zeros(len(values), dtype=np.bool_)
+    for code in codes:
+        out |= values == code
+    return out
+
+
+def intersect(rows: IntArray, pos: IntArray, tf: FloatArray32) -> tuple[IntArray, FloatArray32]:
+    """Where a term's postings meet ``rows`` (both ascending): indices into rows, and tf there.
+
+    Binary-searches the shorter array in the longer one, so a rare term in a big scope and a
+    common term in a small scope are both cheap.
+    """
+    if len(pos) == 0 or len(rows) == 0:
+        return _EMPTY, np.empty(0, dtype=np.float32)
+    if len(pos) > 64:  # a clustered scope is a narrow range of positions: cut the postings to it
+        a, b = int(pos.searchsorted(rows[0])), int(pos.searchsorted(rows[-1], side="right"))
+        pos, tf = pos[a:b], tf[a:b]
+        if len(pos) == 0:
+            return _EMPTY, np.empty(0, dtype=np.float32)
+    if len(rows) <= len(pos):
+        at = np.minimum(np.searchsorted(pos, rows), len(pos) - 1)
+        local = np.flatnonzero(pos[at] == rows)
+        return local, tf[at[local]]
+    at = np.minimum(np.searchsorted(rows, pos), len(rows) - 1)
+    hit = rows[at] == pos
+    return at[hit], tf[hit]
+
+
+def top(scores: npt.NDArray[np.floating], limit: int) -> IntArray:
+    """Indices of the ``limit`` highest scores, best first."""
+    if len(scores) == 0 or limit <= 0:
+        return np.empty(0, dtype=np.int64)
+    if len(scores) > limit:
+        idx = np.argpartition(-scores, limit - 1)[:limit]
+    else:
+        idx = np.arange(len(scores))
+    idx = idx[np.argsort(-scores[idx], kind="stable")]
+    return idx.astype(np.int64)
