@@ -92,3 +92,19 @@ def test_when_the_last_key_is_revoked_local_access_returns(app: Any, core: Core)
     failed(make_client(app, peer=LOOPBACK).get("/api/whoami"), 401)
     keys.revoke_key(core, record.id)
     assert ok(make_client(app).get("/api/whoami"))["org_id"] == DEFAULT_ORG_ID
+
+
+def test_a_keyed_server_does_not_ask_storage_whether_keys_exist_on_every_request(
+    app: Any, core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, plain = keys.create_key(core, "org-a")
+    asked = []
+    has_api_keys = core.storage.has_api_keys
+    monkeypatch.setattr(core.storage, "has_api_keys", lambda: asked.append(1) or has_api_keys())
+    client = make_client(app, peer=LOOPBACK)
+    for _ in range(5):
+        assert (
+            ok(client.get("/api/whoami", headers={"Authorization": f"Bearer {plain}"}))["org_id"] == "org-a"
+        )
+        failed(client.get("/api/whoami"), 401)  # a key is still demanded on every request
+    assert len(asked) <= 1

@@ -9,8 +9,9 @@ The rules, checked on every ``/api`` request (health, version and docs are publi
 
 "Loopback" is strict, as in Reflexio: the peer address is loopback, the request was not
 forwarded by a proxy, and its ``Host`` and ``Origin`` name this machine (so a web page on
-another origin cannot use a browser on this machine to reach the API). Keys are looked up in
-storage each time, so a key created or revoked while the server runs counts at once.
+another origin cannot use a browser on this machine to reach the API). Presented keys are
+looked up in storage each time, so a key created or revoked while the server runs counts at
+once; whether any key exists is re-read on every request until one does.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ async def require_caller(request: Request, core: CoreDep) -> Caller:
         AuthenticationError: Keys exist and the request has no valid one.
         PermissionDeniedError: No key exists and the client is not on this machine.
     """
-    if core.storage.has_api_keys():
+    if core.keys_exist():
         bearer = _bearer(request)
         key = keys.identify(core, bearer) if bearer else None
         if key is None:

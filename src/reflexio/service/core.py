@@ -7,6 +7,7 @@ use-case functions of ``reflexio.service`` with it, so a behaviour exists in one
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,10 @@ from reflexio.storage import Storage, open_storage
 __all__ = ["Core", "open_core"]
 
 log = logging.getLogger(__name__)
+
+
+#: Seconds a sighting of API keys is trusted (see ``Core.keys_exist``).
+KEYS_SEEN_SECONDS = 5.0
 
 
 @dataclass
@@ -38,6 +43,27 @@ class Core:
     embedder: Embedder
     extras: dict[str, Any] = field(default_factory=dict)
     _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
+    _keys_seen_at: float = field(default=-math.inf, repr=False)
+
+    def keys_exist(self) -> bool:
+        """Whether any API key exists (so every ``/api`` request needs one).
+
+        Once keys are seen, the answer is kept for ``KEYS_SEEN_SECONDS``: a keyed deployment
+        then spares each request a query, and the staleness errs only on the strict side (for
+        a few seconds after another process revokes the last key, keys are still demanded).
+        While there is none, storage is asked every time, so the first key created anywhere
+        counts at once.
+        """
+        if time.monotonic() - self._keys_seen_at <= KEYS_SEEN_SECONDS:
+            return True
+        if self.storage.has_api_keys():
+            self._keys_seen_at = time.monotonic()
+            return True
+        return False
+
+    def forget_keys(self) -> None:
+        """Re-read whether keys exist on the next request (after this process revoked one)."""
+        self._keys_seen_at = -math.inf
 
     def org_config(self, org_id: str, *, max_age: float = 0.0) -> Config:
         """The org's config, or the defaults when it never set one.

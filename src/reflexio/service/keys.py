@@ -64,6 +64,7 @@ def revoke_key(core: Core, key_id: int, org_id: str | None = None) -> None:
     key = owned.get(key_id)
     if key is None or key.revoked_at is not None or not core.storage.revoke_api_key(key_id):
         raise NotFoundError(f"no active API key with id {key_id}")
+    core.forget_keys()
 
 
 def identify(core: Core, bearer: str) -> ApiKeyRecord | None:
