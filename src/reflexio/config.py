@@ -8,10 +8,12 @@ in the org ``Config`` stored with the data (``reflexio.models.org_config``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DEFAULT_HOST",
@@ -19,6 +21,7 @@ __all__ = [
     "DEFAULT_PORT",
     "ClientSettings",
     "Settings",
+    "load_litellm",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -162,3 +165,21 @@ class ClientSettings:
 def bool_env(name: str, default: bool = False) -> bool:
     """Read one boolean flag from the process environment (used by scripts and benches)."""
     return _bool(os.environ, name, default)
+
+
+@functools.cache
+def load_litellm() -> Any:
+    """Import litellm on first use (it takes seconds; most deployments never need it).
+
+    Importing litellm fetches its model price map from GitHub unless told to use the copy its
+    wheel bundles; this ``setdefault`` is Reflexio's only environment *write*, and an operator
+    who set the variable keeps their value.
+
+    Raises:
+        ImportError: litellm is not installed (the ``llm`` extra).
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm

@@ -20,7 +20,6 @@ settings string into a shared, loaded instance that also caches repeated queries
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from reflexio.config import load_litellm
 from reflexio.errors import ServiceUnavailableError
 
 log = logging.getLogger(__name__)
@@ -228,15 +228,10 @@ class LiteLLMEmbedder:
 
 
 def _litellm() -> Any:
-    """Import litellm on first use: it takes ~4 s and most deployments never need it."""
-    # Without this, importing litellm fetches its model price list from GitHub (and retries
-    # with warnings when offline); the copy bundled in the wheel is good enough for us.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        import litellm
+        return load_litellm()
     except ImportError as error:
         raise EmbedderUnavailable("litellm is not installed: pip install 'reflexio[llm]'") from error
-    return litellm
 
 
 # --- Query cache and factory --------------------------------------------------------------------

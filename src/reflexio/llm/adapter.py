@@ -7,9 +7,7 @@ and latency of every attempt in the result's ``Usage``.
 
 from __future__ import annotations
 
-import functools
 import logging
-import os
 import random
 import time
 from collections.abc import Callable
@@ -18,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from reflexio.config import Settings
+from reflexio.config import Settings, load_litellm
 from reflexio.llm.calls import (
     LLMCall,
     LLMError,
@@ -57,18 +55,6 @@ class RetryPolicy:
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Seconds to wait after ``attempt`` failed requests."""
         return min(self.max_s, self.base_s * 2.0 ** max(0, attempt - 1)) * (0.5 + rng.random())
-
-
-@functools.cache
-def _litellm() -> Any:
-    # LiteLLM fetches its model price map from GitHub while importing unless told to use the
-    # copy it bundles. This setdefault is Reflexio's only environment *write* (reads stay in
-    # config.py); an operator who set the variable keeps their value.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 class LiteLLMModel:
@@ -131,7 +117,7 @@ class LiteLLMModel:
 
     def _send(self, spec: ModelSpec, call: LLMCall[Any], messages: list[dict[str, str]]) -> tuple[str, Usage]:
         """One request, retried on transient failures."""
-        litellm = _litellm()
+        litellm = load_litellm()
         completion = self._completion or litellm.completion
         kwargs = spec.kwargs()
         kwargs.update(
