@@ -9,6 +9,7 @@ progress (it runs as a durable job). These commands register on the ``profiles``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -16,6 +17,7 @@ import typer
 from reflexio.cli.learnings import profiles, user_playbooks
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, wants_json
 from reflexio.cli.output import Result, run
+from reflexio.client import ReflexioClient
 
 __all__: list[str] = []
 
@@ -25,9 +27,16 @@ Wait = Annotated[bool, typer.Option("--wait", help="Wait until the rerun has fin
 _SERVICE = {"profiles": "profile_generation", "playbooks": "playbook_generation"}
 
 
-def _result(response: Any, message: str) -> Result:
-    data = response.model_dump(mode="json") if response is not None else {"success": True}
-    return Result(data, message=message)
+def _call(as_json: bool, url: str, api_key: str, call: Callable[[ReflexioClient], Any], message: str) -> None:
+    """Run one client call as the command: its response is the result, ``message`` the summary."""
+
+    def action() -> Result:
+        with client(url, api_key) as api:
+            response = call(api)
+        data = response.model_dump(mode="json") if response is not None else {"success": True}
+        return Result(data, message=message)
+
+    run(wants_json(as_json), action)
 
 
 @profiles.command("rerun")
@@ -35,15 +44,13 @@ def rerun_profiles(
     user: User = None, wait: Wait = False, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
 ) -> None:
     """Re-extract profiles from past interactions as pending (review, then `profiles upgrade`)."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.rerun_profile_generation(wait_for_response=wait, user_id=user)
-        return _result(
-            response, "Rerun finished" if wait else "Rerun started; see `reflexio profiles status`"
-        )
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json,
+        url,
+        api_key,
+        lambda api: api.rerun_profile_generation(wait_for_response=wait, user_id=user),
+        "Rerun finished" if wait else "Rerun started; see `reflexio profiles status`",
+    )
 
 
 @profiles.command("generate")
@@ -51,13 +58,9 @@ def generate_profiles(
     user: User = None, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
 ) -> None:
     """Learn profiles now from interactions not learned from yet (current output)."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.manual_profile_generation(user_id=user)
-        return _result(response, "Extraction scheduled")
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json, url, api_key, lambda api: api.manual_profile_generation(user_id=user), "Extraction scheduled"
+    )
 
 
 @profiles.command("upgrade")
@@ -71,13 +74,13 @@ def upgrade_profiles(
     api_key: ApiKeyOpt = "",
 ) -> None:
     """Promote pending profiles to current; the current ones become archived."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.upgrade_profiles(user_id=user, only_affected_users=only_affected)
-        return _result(response, "Profiles upgraded")
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json,
+        url,
+        api_key,
+        lambda api: api.upgrade_profiles(user_id=user, only_affected_users=only_affected),
+        "Profiles upgraded",
+    )
 
 
 @profiles.command("downgrade")
@@ -85,13 +88,7 @@ def downgrade_profiles(
     user: User = None, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
 ) -> None:
     """Undo an upgrade: archived profiles become current again, current ones archived."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.downgrade_profiles(user_id=user)
-        return _result(response, "Profiles downgraded")
-
-    run(wants_json(as_json), action)
+    _call(as_json, url, api_key, lambda api: api.downgrade_profiles(user_id=user), "Profiles downgraded")
 
 
 @profiles.command("status")
@@ -109,15 +106,13 @@ def rerun_playbooks(
     api_key: ApiKeyOpt = "",
 ) -> None:
     """Re-extract user playbooks from past interactions as pending (then `user-playbooks upgrade`)."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.rerun_playbook_generation(wait_for_response=wait, agent_version=agent_version)
-        return _result(
-            response, "Rerun finished" if wait else "Rerun started; see `reflexio user-playbooks status`"
-        )
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json,
+        url,
+        api_key,
+        lambda api: api.rerun_playbook_generation(wait_for_response=wait, agent_version=agent_version),
+        "Rerun finished" if wait else "Rerun started; see `reflexio user-playbooks status`",
+    )
 
 
 @user_playbooks.command("generate")
@@ -125,13 +120,13 @@ def generate_playbooks(
     agent_version: AgentVersion = None, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
 ) -> None:
     """Learn user playbooks now from interactions not learned from yet (current output)."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.manual_playbook_generation(agent_version=agent_version)
-        return _result(response, "Extraction scheduled")
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json,
+        url,
+        api_key,
+        lambda api: api.manual_playbook_generation(agent_version=agent_version),
+        "Extraction scheduled",
+    )
 
 
 @user_playbooks.command("upgrade")
@@ -139,13 +134,13 @@ def upgrade_playbooks(
     agent_version: AgentVersion = None, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
 ) -> None:
     """Promote pending user playbooks to current; the current ones become archived."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.upgrade_user_playbooks(agent_version=agent_version)
-        return _result(response, "User playbooks upgraded")
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json,
+        url,
+        api_key,
+        lambda api: api.upgrade_user_playbooks(agent_version=agent_version),
+        "User playbooks upgraded",
+    )
 
 
 @user_playbooks.command("downgrade")
@@ -153,13 +148,13 @@ def downgrade_playbooks(
     agent_version: AgentVersion = None, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
 ) -> None:
     """Undo an upgrade: archived user playbooks become current again."""
-
-    def action() -> Result:
-        with client(url, api_key) as api:
-            response = api.downgrade_user_playbooks(agent_version=agent_version)
-        return _result(response, "User playbooks downgraded")
-
-    run(wants_json(as_json), action)
+    _call(
+        as_json,
+        url,
+        api_key,
+        lambda api: api.downgrade_user_playbooks(agent_version=agent_version),
+        "User playbooks downgraded",
+    )
 
 
 @user_playbooks.command("status")
