@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reflexio import search
-from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
 from reflexio.storage.postings import Codes, Positions, Postings, intersect, isin, top
 from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, Vector
 
@@ -145,6 +145,18 @@ class Hit:
     fts_rank: int | None
     vector_score: float | None
     vector_rank: int | None
+
+    def candidate(self, learning: Learning, filter_index: int) -> Candidate:
+        """This hit as the storage protocol's ``Candidate``, carrying its row."""
+        return Candidate(
+            learning=learning,
+            filter_index=filter_index,
+            fts_score=self.fts_score,
+            fts_norm=self.fts_norm,
+            fts_rank=self.fts_rank,
+            vector_score=self.vector_score,
+            vector_rank=self.vector_rank,
+        )
 
 
 _Term = tuple[IntArray, FloatArray32, float]

@@ -309,21 +309,12 @@ class MemoryStorage:
         with self._lock:
             index = self._index(org_id)
             per_filter = index.search(query, int(now()))
-            out = []
-            for i, hits in enumerate(per_filter):
-                for hit in hits:
-                    out.append(
-                        Candidate(
-                            learning=self._state.learnings[hit.id].copy(),
-                            filter_index=i,
-                            fts_score=hit.fts_score,
-                            fts_norm=hit.fts_norm,
-                            fts_rank=hit.fts_rank,
-                            vector_score=hit.vector_score,
-                            vector_rank=hit.vector_rank,
-                        )
-                    )
-            return out
+            learnings = self._state.learnings
+            return [
+                hit.candidate(learnings[hit.id].copy(), i)
+                for i, hits in enumerate(per_filter)
+                for hit in hits
+            ]
 
     def list_events(
         self,

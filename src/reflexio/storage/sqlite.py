@@ -2,9 +2,10 @@
 
 Each thread has its own connection; writes run in ``BEGIN IMMEDIATE`` transactions, which
 serialise writers across threads *and processes* sharing the file. Learning search is served
-by an in-memory ``LearningIndex`` per org (see ``storage.index`` for why), kept current from
-the ``learning_changes`` log: learning writes bump a per-org sequence inside the write
-transaction, so a search only needs one tiny query to know whether it must catch up.
+by an in-memory ``LearningIndex`` per org (``storage.sqlite_search``; ``storage.index`` says
+why), kept current from the ``learning_changes`` log: learning writes bump a per-org sequence
+inside the write transaction, so a search only needs one tiny query to know whether it must
+catch up.
 """
 
 from __future__ import annotations
@@ -14,14 +15,10 @@ import logging
 import re
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from reflexio import search
 from reflexio.embed import Embedder
@@ -35,10 +32,8 @@ from reflexio.storage.filters import (
     LearningFilter,
     RequestFilter,
 )
-from reflexio.storage.index import IndexRow, LearningIndex
 from reflexio.storage.records import (
     ApiKeyRecord,
-    Approval,
     Audit,
     Bookmark,
     EvaluationRecord,
@@ -47,8 +42,6 @@ from reflexio.storage.records import (
     JobStatus,
     Learning,
     LearningEvent,
-    LearningKind,
-    LearningStatus,
     LLMUsageRecord,
     RequestRecord,
     UsageSummary,
@@ -62,6 +55,7 @@ from reflexio.storage.sql import (
     where_learnings,
     where_requests,
 )
+from reflexio.storage.sqlite_search import SearchIndexes
 
 __all__ = ["SqliteStorage"]
 
@@ -69,8 +63,6 @@ log = logging.getLogger(__name__)
 _Q = queries("sqlite")
 #: Keep this many sequence numbers of change log per org before pruning older entries.
 _CHANGE_LOG_KEEP = 200_000
-#: Decoded candidate rows kept per org for search (about 1.5 KB each).
-_ROW_CACHE = 8192
 
 
 #: WAL with NORMAL sync (durable at checkpoints, never corrupt); automatic checkpoints are
@@ -79,18 +71,6 @@ _ROW_CACHE = 8192
 _PRAGMAS = ("journal_mode = WAL", "synchronous = NORMAL", "busy_timeout = 30000", "wal_autocheckpoint = 0")
 #: Seconds between background checkpoints.
 _CHECKPOINT_SECONDS = 1.0
-
-
-@dataclass
-class _OrgIndex:
-    index: LearningIndex = field(default_factory=LearningIndex)
-    seq: int = -1
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: Recently returned candidate rows, decoded (an LRU). Fetching and decoding a row costs
-    #: ~20-30 us, and a unified search returns ~80 candidates, most of them rows that recent
-    #: searches returned too (an agent version's rules are shared by all its users). Kept
-    #: exact by the change log: ids the index catches up on are evicted, a rebuild clears it.
-    rows: OrderedDict[int, Learning] = field(default_factory=OrderedDict)
 
 
 class SqliteStorage:
@@ -105,8 +85,7 @@ class SqliteStorage:
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        self._indexes: dict[str, _OrgIndex] = {}
-        self._indexes_lock = threading.Lock()
+        self._search = SearchIndexes(self._by_ids)
         self._write_lock = threading.Lock()
         self._migrate()
         self._stop = threading.Event()
@@ -149,7 +128,7 @@ class SqliteStorage:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
-                self._forget_indexes()
+                self._search.forget()  # a rollback may un-do sequence numbers an index consumed
                 raise
             else:
                 conn.execute("COMMIT")
@@ -161,12 +140,6 @@ class SqliteStorage:
         """A write transaction on this thread's connection; methods called inside join it."""
         with self._write():
             yield self
-
-    def _forget_indexes(self) -> None:
-        # A rollback may have un-done sequence numbers an index already consumed.
-        with self._indexes_lock:
-            for entry in self._indexes.values():
-                entry.seq = -1
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -456,91 +429,7 @@ class SqliteStorage:
 
     # -- search -------------------------------------------------------------------------------
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
-        entry, seq = self._fresh_entry(org_id)
-        with entry.lock:  # a catch-up on another thread must not change the index mid-search
-            per_filter = entry.index.search(query, int(now()))
-        by_id = self._candidate_rows(org_id, entry, seq, {hit.id for hits in per_filter for hit in hits})
-        out = []
-        for i, hits in enumerate(per_filter):
-            for hit in hits:
-                row = by_id.get(hit.id)
-                if row is None:
-                    continue  # deleted since the index caught up
-                out.append(
-                    Candidate(
-                        learning=row,
-                        filter_index=i,
-                        fts_score=hit.fts_score,
-                        fts_norm=hit.fts_norm,
-                        fts_rank=hit.fts_rank,
-                        vector_score=hit.vector_score,
-                        vector_rank=hit.vector_rank,
-                    )
-                )
-        return out
-
-    def _candidate_rows(self, org_id: str, entry: _OrgIndex, seq: int, ids: set[int]) -> dict[int, Learning]:
-        """Rows by id, from the org's row cache where possible.
-
-        The rows are shared with the cache, not copied (a copy costs a third of a fetch): like
-        every ``Learning``, they are values, changed only through ``copy()``.
-        """
-        with entry.lock:
-            cached = {i: entry.rows[i] for i in ids if i in entry.rows}
-            for i in cached:
-                entry.rows.move_to_end(i)
-        fetched = self._by_ids(self._conn(), org_id, sorted(ids - cached.keys()))
-        with entry.lock:
-            if entry.seq == seq:  # nothing caught up meanwhile, so these rows are not stale
-                for row in fetched:
-                    entry.rows[row.id] = row
-                while len(entry.rows) > _ROW_CACHE:
-                    entry.rows.popitem(last=False)
-        return {r.id: r for r in (*cached.values(), *fetched)}
-
-    def _fresh_entry(self, org_id: str) -> tuple[_OrgIndex, int]:
-        """The org's index entry, caught up with the change log, and the sequence it is at."""
-        with self._indexes_lock:
-            entry = self._indexes.get(org_id)
-            if entry is None:  # not setdefault: building an empty index costs ~70 us
-                entry = self._indexes[org_id] = _OrgIndex()
-        with entry.lock:
-            conn = self._conn()
-            state = conn.execute(_Q["get_seq"], (org_id,)).fetchone()
-            seq, pruned = (int(state[0]), int(state[1])) if state else (0, 0)
-            if entry.seq == seq:
-                return entry, seq
-            if entry.seq < 0 or entry.seq < pruned:
-                entry.rows.clear()
-                entry.index = self._build_index(conn, org_id)
-            else:
-                changed = [int(r[0]) for r in conn.execute(_Q["changed_since"], (org_id, entry.seq))]
-                for learning_id in changed:
-                    entry.rows.pop(learning_id, None)
-                entry.index.remove(changed)
-                entry.index.upsert(IndexRow.of(r) for r in self._by_ids(conn, org_id, changed))
-            entry.seq = seq
-            return entry, seq
-
-    def _build_index(self, conn: sqlite3.Connection, org_id: str) -> LearningIndex:
-        """Bulk-load an org's index, streaming rows grouped by scope (see ``LearningIndex.load``)."""
-        ids = [r[0] for r in conn.execute(_Q["index_order"], (org_id,))]
-        index = LearningIndex()
-        index.load(self._index_rows(conn, org_id, ids), len(ids))
-        return index
-
-    def _index_rows(self, conn: sqlite3.Connection, org_id: str, ids: list[int]) -> Iterator[IndexRow]:
-        """The rows of ``ids`` in that order, reading only the columns the index keeps."""
-        cur = conn.cursor()
-        cur.row_factory = None  # plain tuples: _index_row reads by position
-        for chunk in iter_chunks(ids, 500):
-            marks = SQLITE.params(len(chunk))
-            cur.execute(
-                f"SELECT {_INDEX_COLUMNS} FROM learnings WHERE +org_id = ? AND id IN ({marks})",
-                [org_id, *chunk],
-            )
-            found = {r[0]: r for r in cur}
-            yield from (_index_row(org_id, found[i]) for i in chunk if i in found)
+        return self._search.candidates(self._conn(), org_id, query)
 
     def list_events(
         self,
@@ -925,48 +814,6 @@ _LEARNING_NAMES = tuple(c.strip().strip('"') for c in rows.LEARNING_COLUMNS.spli
 def _learning_dict(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     """Row factory for ``SELECT LEARNING_COLUMNS``: the row as a dict."""
     return dict(zip(_LEARNING_NAMES, row, strict=True))
-
-
-_INDEX_COLUMNS = (
-    'id, kind, profile_id, user_id, agent_version, playbook_name, content, "trigger", status, '
-    "approval, source, tags, custom_features, expires_at, request_id, created_at, updated_at, "
-    "embedding, embed_model"
-)
-_KIND_OF = {k.value: k for k in LearningKind}
-_STATUS_OF = {s.value: s for s in LearningStatus}
-_APPROVAL_OF = {a.value: a for a in Approval}
-
-
-def _index_row(org_id: str, r: tuple[Any, ...]) -> IndexRow:
-    """What the index keeps of a row selected with ``_INDEX_COLUMNS``.
-
-    A lean twin of ``rows.learning_from`` for the bulk load (300k rows must load in seconds):
-    it decodes only what ``IndexRow.of`` reads; the search text comes from ``Learning`` itself.
-    """
-    tags, features, blob = r[11], r[12], r[17]
-    learning = Learning(
-        org_id=org_id,
-        kind=_KIND_OF[r[1]],
-        id=r[0],
-        profile_id=r[2],
-        user_id=r[3],
-        agent_version=r[4],
-        playbook_name=r[5],
-        content=r[6],
-        trigger=r[7],
-        status=_STATUS_OF[r[8]],
-        approval=_APPROVAL_OF[r[9]] if r[9] else None,
-        source=r[10],
-        tags=[] if tags == "[]" else rows.loads(tags) or [],
-        custom_features=None if features is None else rows.loads(features),
-        expires_at=r[13],
-        request_id=r[14],
-        created_at=r[15],
-        updated_at=r[16],
-        embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32),
-        embed_model=r[18],
-    )
-    return IndexRow.of(learning)
 
 
 def _vector_params(row: Learning, seq: int) -> dict[str, Any]:
