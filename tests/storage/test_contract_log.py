@@ -133,6 +133,21 @@ def test_deleting_a_request_deletes_its_interactions(storage: Storage) -> None:
     ] == ["r1"]
 
 
+def test_turns_deleted_before_and_after_a_search_leave_full_text_search(storage: Storage) -> None:
+    def found() -> list[str]:
+        return [
+            r.content for r, _ in storage.search_interactions("o1", InteractionFilter(), "parcel", limit=9)
+        ]
+
+    publish(storage, "o1", "r1", texts=("parcel lost",))
+    storage.delete_log("o1", requests=RequestFilter(request_ids=("r1",)))  # before any search
+    publish(storage, "o1", "r2", texts=("parcel found",))
+    publish(storage, "o1", "r3", texts=("parcel delayed",))
+    assert sorted(found()) == ["parcel delayed", "parcel found"]
+    storage.delete_log("o1", requests=RequestFilter(request_ids=("r2",)))  # after a search
+    assert found() == ["parcel delayed"]
+
+
 def test_transaction_rolls_back_request_and_jobs_together(storage: Storage) -> None:
     with pytest.raises(RuntimeError), storage.transaction() as tx:
         publish(tx, "o1", "r1")

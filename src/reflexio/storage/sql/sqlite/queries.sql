@@ -222,3 +222,18 @@ SELECT DISTINCT org_id FROM learnings WHERE embed_model <> :model OR embedding I
 UPDATE learnings SET embedding = :embedding, embed_model = :embed_model, embed_dim = :embed_dim,
     text_hash = :text_hash, seq = :seq
 WHERE org_id = :org_id AND id = :id
+
+-- name: interaction_fts_behind
+SELECT (SELECT COALESCE(MAX(id), 0) FROM interactions)
+     > (SELECT indexed_upto FROM fts_progress WHERE name = 'interactions')
+
+-- name: index_new_interactions
+INSERT INTO interactions_fts (rowid, content, user_action_description)
+SELECT id, content, user_action_description FROM interactions
+WHERE id > (SELECT indexed_upto FROM fts_progress WHERE name = 'interactions')
+ORDER BY id
+
+-- name: advance_interaction_fts
+UPDATE fts_progress
+SET indexed_upto = MAX(indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM interactions))
+WHERE name = 'interactions'
