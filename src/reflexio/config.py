@@ -76,7 +76,9 @@ class Settings:
         port: Port the API binds to.
         default_org_id: Org that loopback clients act as while no API key exists.
         max_body_bytes: Largest request body the API reads.
-        workers: In-process job workers started with the API (0 = none).
+        workers: Job worker threads started with the API (0 = none).
+        worker_process: Run those workers in a child process of the API server (the
+            default) instead of threads inside it; see ``reflexio.api.worker_process``.
         job_poll_seconds: How long an idle worker sleeps between claim attempts.
         job_lease_seconds: How long a claimed job stays leased without a heartbeat.
         llm_timeout_seconds: Per-call timeout for LLM requests.
@@ -93,6 +95,7 @@ class Settings:
     default_org_id: str = DEFAULT_ORG_ID
     max_body_bytes: int = 10 * 1024 * 1024
     workers: int = 2
+    worker_process: bool = True
     job_poll_seconds: float = 0.5
     job_lease_seconds: float = 60.0
     llm_timeout_seconds: float = 60.0
@@ -114,6 +117,7 @@ class Settings:
             default_org_id=env.get("REFLEXIO_DEFAULT_ORG_ID") or DEFAULT_ORG_ID,
             max_body_bytes=_int(env, "REFLEXIO_MAX_BODY_BYTES", 10 * 1024 * 1024),
             workers=_int(env, "REFLEXIO_WORKERS", 2),
+            worker_process=_bool(env, "REFLEXIO_WORKER_PROCESS", True),
             job_poll_seconds=_float(env, "REFLEXIO_JOB_POLL_SECONDS", 0.5),
             job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
@@ -126,6 +130,29 @@ class Settings:
         from dataclasses import replace
 
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that makes a child process read these same settings.
+
+        The original environment (provider keys included) plus every field, so values given
+        as CLI flags reach a child, such as the worker process the server starts, too.
+        """
+        return {
+            **self.environ,
+            "REFLEXIO_HOME": str(self.home),
+            "REFLEXIO_STORAGE_URL": self.storage_url,
+            "REFLEXIO_EMBEDDER": self.embedder,
+            "REFLEXIO_HOST": self.host,
+            "REFLEXIO_PORT": str(self.port),
+            "REFLEXIO_DEFAULT_ORG_ID": self.default_org_id,
+            "REFLEXIO_MAX_BODY_BYTES": str(self.max_body_bytes),
+            "REFLEXIO_WORKERS": str(self.workers),
+            "REFLEXIO_WORKER_PROCESS": "1" if self.worker_process else "0",
+            "REFLEXIO_JOB_POLL_SECONDS": str(self.job_poll_seconds),
+            "REFLEXIO_JOB_LEASE_SECONDS": str(self.job_lease_seconds),
+            "REFLEXIO_LLM_TIMEOUT_SECONDS": str(self.llm_timeout_seconds),
+            "REFLEXIO_LOG_LEVEL": self.log_level,
+        }
 
     @property
     def run_dir(self) -> Path:

@@ -1,9 +1,11 @@
-"""Running the API as a server process, with its in-process job workers.
+"""Running the API as a server process, with its job workers.
 
 ``serve(settings)`` is what ``reflexio services start`` runs: it opens the core once, mounts the
-app, starts ``settings.workers`` job workers beside it (the embedded default needs no separate
-worker process), and on shutdown lets the workers finish or release the jobs in hand before
-the storage is closed.
+app, starts ``settings.workers`` job workers with it (nobody has to run a worker separately),
+and on shutdown lets the workers finish or release the jobs in hand before the storage is
+closed. The workers run in a child process the server supervises
+(``api.worker_process`` says why), or as threads of the server when the store or the LLM
+cannot be shared with another process, or when ``REFLEXIO_WORKER_PROCESS=0``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import uvicorn
 from fastapi import FastAPI
 
 from reflexio.api import create_app
+from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import start_pool
 
-__all__ = ["build_server_app", "in_background", "serve"]
+__all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
 log = logging.getLogger(__name__)
 
@@ -31,16 +34,29 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_SECONDS = 20.0
 
 
-def build_server_app(core: Core) -> FastAPI:
-    """The API app whose lifespan runs (and stops) the in-process workers."""
+def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
+    """The API app whose lifespan runs (and stops) the job workers.
+
+    Args:
+        core: The process core the routes serve.
+        worker_process: Run the workers in a supervised child process instead of threads
+            (only for a store other processes can open; see `workers_can_run_apart`).
+    """
     app = create_app(core)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        pool = start_pool(core) if core.settings.workers > 0 else None
+        pool, child = None, None
+        if core.settings.workers > 0 and worker_process:
+            child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS)
+            child.start()
+        elif core.settings.workers > 0:
+            pool = start_pool(core)
         try:
             yield
         finally:
+            if child is not None:
+                child.stop()
             if pool is not None:
                 pool.stop(SHUTDOWN_GRACE_SECONDS)
             core.close()
@@ -53,11 +69,16 @@ def serve(settings: Settings) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted."""
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     core = open_core(settings)
-    app = build_server_app(core)
+    app = build_server_app(core, worker_process=settings.worker_process and workers_can_run_apart(core))
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False
     )
+
+
+def workers_can_run_apart(core: Core) -> bool:
+    """Whether another process can serve this core's queue: same store, nothing injected."""
+    return core.storage.backend != "memory" and "llm" not in core.extras
 
 
 @contextmanager

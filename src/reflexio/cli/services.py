@@ -1,4 +1,4 @@
-"""``reflexio services start | stop | status``: the API server with its in-process workers.
+"""``reflexio services start | stop | status``: the API server with its job workers.
 
 A server writes ``<home>/run/server-<port>.pid`` (its pid) and ``server-<port>.json`` (host,
 port, URL, log) when it starts and removes them when it exits, whether it runs attached
@@ -173,14 +173,14 @@ def start(
         typer.Option("--foreground", help="Run attached until SIGTERM/Ctrl-C (containers, supervisors)."),
     ] = False,
     workers: Annotated[
-        int | None, typer.Option("--workers", help="In-process job workers (default 2; 0 = none).", min=0)
+        int | None, typer.Option("--workers", help="Job worker threads (default 2; 0 = none).", min=0)
     ] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for the server to become ready.")
     ] = DEFAULT_START_TIMEOUT_SECONDS,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start the API on 127.0.0.1:8081 with SQLite under ~/.reflexio and in-process job workers.
+    """Start the API on 127.0.0.1:8081 with SQLite under ~/.reflexio and its job workers.
 
     By default the server runs in the background (pid and log under ~/.reflexio/run) and this
     command returns once it answers /health/ready. Use --foreground to run it attached, as a

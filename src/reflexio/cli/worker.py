@@ -10,6 +10,7 @@ hands the rest back to the queue, so nothing is lost or left leased.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Annotated
@@ -49,6 +50,19 @@ def worker(
     grace: Annotated[
         float, typer.Option("--grace", help="Seconds jobs in hand get to finish at shutdown.", min=0.0)
     ] = DEFAULT_GRACE_SECONDS,
+    niceness: Annotated[
+        int,
+        typer.Option(
+            "--niceness",
+            help="Lower this process's CPU priority by N so it runs on spare CPU.",
+            min=0,
+            max=19,
+        ),
+    ] = 0,
+    parent_pid: Annotated[
+        int | None,
+        typer.Option("--parent-pid", hidden=True, help="Stop when this process (our parent) is gone."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run background job workers (learning, session evaluation) until SIGTERM or Ctrl-C.
@@ -57,10 +71,12 @@ def worker(
     REFLEXIO_WORKERS=0, on this machine (same SQLite file) or any machine sharing PostgreSQL.
     """
     chosen = settings(storage_url=storage_url)
-    run(wants_json(as_json), lambda: _work(chosen, concurrency, grace))
+    if niceness:
+        os.nice(niceness)
+    run(wants_json(as_json), lambda: _work(chosen, concurrency, grace, parent_pid))
 
 
-def _work(chosen: Settings, concurrency: int | None, grace: float) -> Result:
+def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int | None) -> Result:
     from reflexio.service.core import open_core
 
     logging.basicConfig(
@@ -71,7 +87,7 @@ def _work(chosen: Settings, concurrency: int | None, grace: float) -> Result:
     with process.signalled() as stop:  # a signal while opening storage still ends us cleanly
         core = open_core(chosen)
         try:
-            _serve_queue(core, size, grace, stop)
+            _serve_queue(core, size, grace, stop, parent)
         finally:
             core.close()
     log.info("worker stopped")
@@ -79,8 +95,15 @@ def _work(chosen: Settings, concurrency: int | None, grace: float) -> Result:
     return Result(data, message=f"worker stopped ({size} thread(s) on {where})")
 
 
-def _serve_queue(core: Core, size: int, grace: float, stop: threading.Event) -> None:
-    """Run a pool of ``size`` workers until ``stop`` is set, then shut it down gracefully."""
+def _serve_queue(
+    core: Core, size: int, grace: float, stop: threading.Event, parent: int | None = None
+) -> None:
+    """Run a pool of ``size`` workers until ``stop`` is set, then shut it down gracefully.
+
+    With ``parent`` (the pid of the server that started us), also stop once we are no longer
+    its child: a server killed with SIGKILL cannot stop its worker process, so the worker
+    notices it was orphaned (even when that happened while it was still starting).
+    """
     from reflexio.service.workers import start_pool
 
     if stop.is_set():
@@ -89,6 +112,8 @@ def _serve_queue(core: Core, size: int, grace: float, stop: threading.Event) -> 
     where = mask_url(core.settings.storage_url)
     log.info("worker started: %s thread(s) on %s; stop with SIGTERM or Ctrl-C", pool.size, where)
     while not stop.wait(0.5):
-        pass
+        if parent is not None and os.getppid() != parent:
+            log.warning("the server that started this worker (pid %s) is gone", parent)
+            break
     log.info("stopping: finishing or releasing the jobs in hand (up to %.0fs)", grace)
     pool.stop(grace)
