@@ -226,6 +226,7 @@ def seed_org_a(core: Core, app: Any) -> Ids:
         "storage_config": {"type": "postgres", "db_url": f"postgresql://alpha:{SECRET}@alpha-db/app"},
     }
     ok(a.post("/api/set_config", json=secret_config))
+    assert core.storage.expedite_job(A, "extract", "alpha-user"), "the publish queued an extraction job"
     [job, *_] = core.storage.claim_jobs("w", limit=1, lease_seconds=60)
     core.storage.finish_job(job.id, "w", error=f"failed on {MARK}")
     rows = core.storage.get_learnings(A, LearningFilter())

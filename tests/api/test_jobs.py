@@ -25,7 +25,7 @@ def test_publish_queues_jobs_that_can_be_listed(client: TestClient) -> None:
 
 
 def test_dead_jobs_are_listed_and_retried(client: TestClient, core: Core) -> None:
-    ok(client.post("/api/publish_interaction", json=publish_body("hello")))
+    ok(client.post("/api/publish_interaction", json=publish_body("hello", force_extraction=True)))  # due now
     kill_all(core)
     dead = ok(client.get("/api/jobs/dead"))["jobs"]
     assert dead and all(j["last_error"] == "LLM key rejected" for j in dead)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from reflexio.service import retrieve
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import handlers
 from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import LearningKind
+from reflexio.storage.records import JobStatus, LearningKind
 from reflexio.testing import rules_script
 
 
@@ -133,3 +134,23 @@ def test_no_model_runs_while_the_store_is_locked_for_writing(tmp_path: Path) -> 
         assert locked_calls and not any(locked_calls)
     finally:
         c.close()
+
+
+def test_publishes_batch_into_one_extraction_job_that_a_finished_session_makes_due(core: Core) -> None:
+    def queued() -> list[float]:
+        jobs = core.storage.list_jobs("o", statuses=[JobStatus.QUEUED])
+        return [job.run_at for job in jobs if job.task == pub.EXTRACT]
+
+    before = time.time()
+    for i in range(3):
+        req = PublishUserInteractionRequest(
+            user_id="u1",
+            session_id="s1",
+            interaction_data_list=[InteractionData(role="User", content=f"turn {i}")],
+        )
+        pub.publish(core, "o", req)
+    [due] = queued()
+    assert before + pub.EXTRACTION_BATCH_SECONDS <= due <= time.time() + pub.EXTRACTION_BATCH_SECONDS
+    pub.finalize_session(core, "o", FinalizeSessionRequest(user_id="u1", session_id="s1"))
+    [due] = queued()
+    assert due <= time.time()

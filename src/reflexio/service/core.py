@@ -18,13 +18,15 @@ from reflexio.errors import ValidationError
 from reflexio.models.org_config import Config
 from reflexio.storage import Storage, open_storage
 
-__all__ = ["Core", "open_core"]
+__all__ = ["HOT_PATH_CONFIG_AGE", "Core", "open_core"]
 
 log = logging.getLogger(__name__)
 
 
 #: Seconds a sighting of API keys is trusted (see ``Core.keys_exist``).
 KEYS_SEEN_SECONDS = 5.0
+#: Seconds-old org config that publish and search accept instead of reading storage per call.
+HOT_PATH_CONFIG_AGE = 1.0
 
 
 @dataclass
@@ -71,7 +73,8 @@ class Core:
         Args:
             org_id: The org.
             max_age: Accept a copy read up to this many seconds ago (hot paths such as search
-                read the config on every call; a second of staleness there is harmless).
+                and publish read the config on every call; `HOT_PATH_CONFIG_AGE` of staleness
+                there is harmless, and a change made through this process is seen at once).
         """
         if max_age > 0:
             cached = self._configs.get(org_id)
@@ -80,6 +83,10 @@ class Core:
         config = self._read_config(org_id)
         self._configs[org_id] = (time.monotonic(), config)
         return config
+
+    def forget_config(self, org_id: str) -> None:
+        """Drop the cached copy after this process changed the org's config."""
+        self._configs.pop(org_id, None)
 
     def _read_config(self, org_id: str) -> Config:
         stored = self.storage.get_org_config(org_id)

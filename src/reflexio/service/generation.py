@@ -162,7 +162,7 @@ def _schedule(core: Core, org_id: str, scope: RerunScope) -> str:
     users = matching_users(core.storage, core.org_config(org_id), org_id, scope)
     jobs = [publish.extraction_job(org_id, user, flush=True) for user in users]
     with core.storage.transaction() as tx:
-        tx.enqueue_jobs(jobs, debounce=True)
+        publish.enqueue_extraction(tx, jobs)
     return f"Extraction scheduled now for {len(jobs)} user(s)"
 
 

@@ -61,6 +61,7 @@ def set_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfigRes
         current = Config()
     new = _merged(current, body, partial=False)
     core.storage.put_org_config(org_id, new.model_dump(mode="json"))
+    core.forget_config(org_id)
     return SetConfigResponse(success=True, msg="Configuration saved")
 
 
@@ -76,6 +77,7 @@ def update_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfig
     if new == current:
         return SetConfigResponse(success=True, msg="Configuration unchanged")
     core.storage.put_org_config(org_id, new.model_dump(mode="json"))
+    core.forget_config(org_id)
     return SetConfigResponse(success=True, msg="Configuration updated")
 
 

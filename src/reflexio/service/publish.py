@@ -15,6 +15,7 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reflexio.errors import ConflictError, NotFoundError
@@ -28,19 +29,27 @@ from reflexio.models import (
 )
 from reflexio.models.org_config import Config
 from reflexio.service import views
-from reflexio.service.core import Core
+from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
+from reflexio.storage import Storage
 from reflexio.storage.filters import InteractionFilter
 from reflexio.storage.records import Job, JobStatus, RequestRecord, now
 
 __all__ = [
     "EVALUATE_SESSION",
     "EXTRACT",
+    "enqueue_extraction",
     "extractors_of",
     "finalize_session",
     "learning_status",
     "publish",
     "wait_for_learning",
 ]
+
+#: How long a user's new turns wait for more before extraction runs. Learning works on
+#: windows of several turns anyway, and one job per user per batch instead of one per publish
+#: spares the workers (and the store's write lock) most of their claims and no-op runs.
+#: A flush (``wait_for_response``, a finished session) runs at once.
+EXTRACTION_BATCH_SECONDS = 2.0
 
 #: Job task names (the handlers live in reflexio.learn / reflexio.jobs).
 EXTRACT = "extract"
@@ -99,7 +108,7 @@ def publish(
     existing = core.storage.get_request(org_id, request_id) if req.request_id else None
     if existing is not None:
         return _replayed(core, org_id, existing, digest, req)
-    config = core.org_config(org_id)
+    config = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE)
     record = RequestRecord(
         org_id=org_id,
         request_id=request_id,
@@ -118,7 +127,7 @@ def publish(
         flush = flush or req.session_finished or req.force_extraction
         with core.storage.transaction() as tx:
             tx.insert_request(record, turns)
-            tx.enqueue_jobs(_extraction_jobs(config, record, req, flush), debounce=flush)
+            enqueue_extraction(tx, _extraction_jobs(config, record, req, flush))
             idle = _idle_job(config, record)
             if req.session_finished:
                 idle.run_at = now()
@@ -142,14 +151,36 @@ def _extraction_jobs(
     return [extraction_job(record.org_id, record.user_id, flush=flush, request_id=record.request_id)]
 
 
+def enqueue_extraction(tx: Storage, jobs: Sequence[Job]) -> None:
+    """Queue extraction jobs: one batches with the user's queued job, a flush makes it due now.
+
+    A waiting job joins the queued one (dedupe keeps the earlier due time); a flushing one
+    updates it (payload ``flush``) and is expedited, since a debounce alone never moves a due
+    time earlier.
+    """
+    waiting = [job for job in jobs if not job.payload.get("flush")]
+    flushing = [job for job in jobs if job.payload.get("flush")]
+    if waiting:
+        tx.enqueue_jobs(waiting)
+    if flushing:
+        tx.enqueue_jobs(flushing, debounce=True)
+        for job in flushing:
+            tx.expedite_job(job.org_id, EXTRACT, job.key or "")
+
+
 def extraction_job(org_id: str, user_id: str, *, flush: bool, request_id: str | None = None) -> Job:
-    """The (deduplicated) job that learns from a user's new turns with every extractor."""
+    """The (deduplicated) job that learns from a user's new turns with every extractor.
+
+    Unless flushed, it is due `EXTRACTION_BATCH_SECONDS` from now, and publishes for the same
+    user until then join it (at most one extraction job per user is queued).
+    """
     return Job(
         org_id=org_id,
         task=EXTRACT,
         key=extraction_key(user_id),
         payload={"user_id": user_id, "flush": flush},
         request_id=request_id,
+        run_at=now() if flush else now() + EXTRACTION_BATCH_SECONDS,
     )
 
 
@@ -251,7 +282,7 @@ def finalize_session(core: Core, org_id: str, req: FinalizeSessionRequest) -> Fi
     config = core.org_config(org_id)
     with core.storage.transaction() as tx:
         if extractors_of(config):
-            tx.enqueue_jobs([extraction_job(org_id, req.user_id, flush=True)], debounce=True)
+            enqueue_extraction(tx, [extraction_job(org_id, req.user_id, flush=True)])
         moved = tx.expedite_job(org_id, EVALUATE_SESSION, f"{req.user_id}:{req.session_id}")
     message = "learning and evaluation scheduled now" if moved else "learning scheduled now"
     return FinalizeSessionResponse(success=True, accepted=True, message=message)

@@ -28,7 +28,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.service import views
-from reflexio.service.core import Core
+from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter
 from reflexio.storage.filters import SearchMode as StoreMode
 from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
@@ -170,7 +170,7 @@ def _pack(hits: list[list[tuple[Learning, float]]], max_tokens: int) -> list[lis
 def _threshold(core: Core, org_id: str, requested: float | None) -> float:
     if requested is not None:
         return requested
-    configured = core.org_config(org_id, max_age=1.0).search_threshold
+    configured = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE).search_threshold
     return DEFAULT_THRESHOLD if configured is None else configured
 
 

@@ -91,7 +91,7 @@ def _evaluate_session(core: Core) -> Handler:
         )
         with ctx.effects() as tx:
             if publish.extractors_of(config):
-                tx.enqueue_jobs([publish.extraction_job(org_id, user_id, flush=True)], debounce=True)
+                publish.enqueue_extraction(tx, [publish.extraction_job(org_id, user_id, flush=True)])
             tx.add_evaluations([judged])
 
     return handle
