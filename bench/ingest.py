@@ -2,8 +2,9 @@
 
 ``python -m bench.ingest --out bench/results/ingest.json [--backend sqlite,postgres]``
 
-For each backend a real server (API + in-process job workers, as ``reflexio services start``
-runs it) is started on a loopback port and driven over HTTP with keep-alive connections:
+For each backend a real server (API + job workers, as ``reflexio services start`` runs it: the
+workers in their own supervised, lower-priority process) is started on a loopback port and
+driven over HTTP with keep-alive connections:
 
 * **ack latency**: one client publishing sequentially (one user turn + one agent turn per
   request, the common shape), p50/p95/p99 of the time until the acknowledgement arrives;
@@ -12,12 +13,17 @@ runs it) is started on a loopback port and driven over HTTP with keep-alive conn
 
 The same measurements are taken at the service layer (no HTTP) to show where time goes. Job
 workers run throughout (learning competes with ingest, as in production); ``--no-workers``
-measures ingest alone.
+measures ingest alone, ``--worker-threads`` runs the workers as threads of the API process.
+
+The clients use the standard library's ``http.client`` over one keep-alive connection each:
+the clients share the server's two cores, and httpx spends ~0.7 ms of CPU per call more
+(measured here), which would be charged to the server's latency and take CPU from it.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
@@ -31,6 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -71,14 +78,40 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+class Publisher:
+    """A keep-alive HTTP connection that publishes and checks the answer."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self._conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+
+    def publish(self, payload: dict[str, Any]) -> None:
+        """POST one publish and read the whole response; raise on anything but 200."""
+        data = json.dumps(payload).encode()
+        self._conn.request(
+            "POST", "/api/publish_interaction", body=data, headers={"Content-Type": "application/json"}
+        )
+        response = self._conn.getresponse()
+        answer = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"publish answered {response.status}: {answer[:200]!r}")
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 def ack_latency(url: str, n: int) -> dict[str, float]:
     """Sequential publishes over one keep-alive connection."""
     times = []
-    with httpx.Client(base_url=url, timeout=30) as client:
+    client = Publisher(url)
+    try:
         for i in range(n):
+            payload = body(i, 2)
             started = time.perf_counter()
-            client.post("/api/publish_interaction", json=body(i, 2)).raise_for_status()
+            client.publish(payload)
             times.append((time.perf_counter() - started) * 1000)
+    finally:
+        client.close()
     return percentiles(times[n // 10 :])
 
 
@@ -86,11 +119,14 @@ def _publisher(url: str, seconds: float, turns: int, first: int) -> int:
     """One client process: publish for ``seconds``; returns interactions sent."""
     sent, i = 0, first
     stop = time.monotonic() + seconds
-    with httpx.Client(base_url=url, timeout=30) as client:
+    client = Publisher(url)
+    try:
         while time.monotonic() < stop:
-            client.post("/api/publish_interaction", json=body(i, turns)).raise_for_status()
+            client.publish(body(i, turns))
             sent += turns
             i += 1
+    finally:
+        client.close()
     return sent
 
 
@@ -199,6 +235,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
                 "HOME": str(home),
                 "REFLEXIO_STORAGE_URL": url,
                 "REFLEXIO_WORKERS": "0" if args.no_workers else "2",
+                "REFLEXIO_WORKER_PROCESS": "0" if args.worker_threads else "1",
             }
             core = open_core(Settings.from_env(env))
             service = service_layer(core, args.requests, 2)
@@ -246,8 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=4, help="concurrent publishers for throughput")
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of each throughput run")
     parser.add_argument("--no-workers", action="store_true", help="measure ingest without learning running")
+    parser.add_argument(
+        "--worker-threads", action="store_true", help="run the workers as threads of the API process"
+    )
     args = parser.parse_args(argv)
+    workers = "none" if args.no_workers else "threads" if args.worker_threads else "process"
     results: dict[str, Any] = {"machine": machine(), "workers": 0 if args.no_workers else 2, "backends": {}}
+    results["worker_mode"] = workers
     for name in args.backend.split(","):
         results["backends"][name] = measure(name.strip(), args)
         print(name, json.dumps(results["backends"][name], indent=1))
