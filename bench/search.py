@@ -352,7 +352,7 @@ def plan(args: argparse.Namespace) -> Iterator[tuple[str, int, str, str]]:
 def table(report: dict[str, Any]) -> str:
     """The results as a Markdown table (service-layer p50/p95/p99, ms)."""
     lines = [
-        f"# Search latency ({report['date']}, {report['commit'][:12]})",
+        f"# Search latency ({report['date']}, {report['commit'][:12]}; each run names its commit below)",
         "",
         f"Machine: {report['machine']['cores']} cores, {report['machine']['cpu']}, "
         f"{report['machine']['ram_gb']} GB, Python {report['machine']['python']}. "
@@ -382,8 +382,8 @@ def table(report: dict[str, Any]) -> str:
         "in-memory index); peak RSS is the benchmark process's (PostgreSQL's server is not in it).",
         "",
         "| backend | layout | N/kind | BLAS | open s | cold first search ms | peak RSS MB "
-        "| embed p50/p95 ms | 2 clients p95 ms | 2 clients searches/s | load 1m |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| embed p50/p95 ms | 2 clients p95 ms | 2 clients searches/s | load 1m | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in report["runs"]:
         e, c = run["query_embedding_ms"], run["concurrent"]
@@ -391,7 +391,7 @@ def table(report: dict[str, Any]) -> str:
             f"| {run['backend']} | {run['layout']} | {run['n_per_kind']} | {run['blas_threads']} "
             f"| {run['open_s']} | {run['cold_first_search_ms']} | {run['peak_rss_mb']} "
             f"| {e['p50']}/{e['p95']} | {c['service_ms']['p95']} | {c['searches_per_s']} "
-            f"| {run['load_avg_1m']} |"
+            f"| {run['load_avg_1m']} | {run.get('commit', report['commit'])[:7]} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -426,7 +426,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", default="sqlite", help="sqlite, postgres and/or memory, comma-separated")
     parser.add_argument("--worst", type=int, default=100_000, help="rows in the one-scope corpus (0: skip)")
     parser.add_argument("--repeat", type=int, default=400, help="timed searches per kind")
-    parser.add_argument("--blas", default="default,1", help="OPENBLAS_NUM_THREADS values to compare")
+    parser.add_argument(
+        "--blas", default="default", help="OPENBLAS_NUM_THREADS values to compare, e.g. default,1"
+    )
     parser.add_argument("--postgres-url", default=os.environ.get("REFLEXIO_BENCH_POSTGRES_URL", ""))
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "search.json")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where seeded databases are kept")
@@ -446,7 +448,9 @@ def main(argv: list[str] | None = None) -> None:
         "runs": run_all(args),
     }
     if args.append and args.out.exists():
-        report["runs"] = merged(json.loads(args.out.read_text())["runs"], report["runs"])
+        earlier = json.loads(args.out.read_text())
+        kept = [{"commit": earlier["commit"], **run} for run in earlier["runs"]]  # older files: one commit
+        report["runs"] = merged(kept, report["runs"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     args.out.with_suffix(".md").write_text(table(report))
@@ -471,7 +475,7 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
         spec = {"backend": backend, "n": n, "layout": layout, "repeat": args.repeat}
         spec |= {"pg_url": args.postgres_url, "cache": str(args.cache)}
         seeded = child({**spec, "prepare": True}, blas) if backend != "memory" else {}
-        run = child(spec, blas) | seeded
+        run = child(spec, blas) | seeded | {"commit": commit()}
         u = run["latency"]["unified"]["service_ms"]
         print(
             f"  unified p50 {u['p50']} p95 {u['p95']} ms; cold {run['cold_first_search_ms']} ms; "
