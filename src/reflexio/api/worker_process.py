@@ -55,7 +55,6 @@ class WorkerProcess:
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._supervisor = threading.Thread(target=self._supervise, name="worker-process", daemon=True)
-        self.restarts = 0
 
     @property
     def pid(self) -> int | None:
@@ -136,5 +135,4 @@ class WorkerProcess:
             if self._stopping.wait(delay):
                 return
             self._spawn()
-            self.restarts += 1
             delay = min(delay * 2, MAX_RESTART_DELAY)
