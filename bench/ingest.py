@@ -7,7 +7,8 @@ workers in their own supervised, lower-priority process) is started on a loopbac
 driven over HTTP with keep-alive connections:
 
 * **ack latency**: one client publishing sequentially (one user turn + one agent turn per
-  request, the common shape), p50/p95/p99 of the time until the acknowledgement arrives;
+  request, the common shape), p50/p95/p99 of the time until the acknowledgement arrives,
+  pooled over ``--rounds`` runs (each run's own percentiles are kept beside them);
 * **sustained throughput**: several clients publishing concurrently for a fixed time, in
   interactions per second, for requests of 2 and of 10 turns.
 
@@ -100,19 +101,32 @@ class Publisher:
         self._conn.close()
 
 
-def ack_latency(url: str, n: int) -> dict[str, float]:
-    """Sequential publishes over one keep-alive connection."""
+def ack_latency(url: str, n: int, rounds: int) -> dict[str, Any]:
+    """Sequential publishes over one keep-alive connection, ``rounds`` times ``n``.
+
+    ``ack_ms`` pools every round (the first tenth of each dropped as warm-up); ``rounds``
+    gives each round's own percentiles, to show how much a tail moves between runs on a
+    shared machine.
+    """
+    per_round = [_ack_round(url, n, first=k * n) for k in range(rounds)]
+    return {
+        "ack_ms": percentiles([t for times in per_round for t in times]),
+        "ack_ms_rounds": [percentiles(times) for times in per_round],
+    }
+
+
+def _ack_round(url: str, n: int, first: int) -> list[float]:
     times = []
     client = Publisher(url)
     try:
-        for i in range(n):
+        for i in range(first, first + n):
             payload = body(i, 2)
             started = time.perf_counter()
             client.publish(payload)
             times.append((time.perf_counter() - started) * 1000)
     finally:
         client.close()
-    return percentiles(times[n // 10 :])
+    return times[n // 10 :]
 
 
 def _publisher(url: str, seconds: float, turns: int, first: int) -> int:
@@ -243,7 +257,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
             with server_process(env) as base:
                 result = {
                     "service_layer": service,
-                    "ack_ms": ack_latency(base, args.requests),
+                    **ack_latency(base, args.requests, args.rounds),
                     "throughput_2_turns": throughput(base, args.clients, args.seconds, 2, 1),
                     "throughput_10_turns": throughput(base, args.clients, args.seconds, 10, 2),
                 }
@@ -280,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--requests", type=int, default=2000, help="sequential publishes for the latency runs"
     )
+    parser.add_argument("--rounds", type=int, default=3, help="sequential latency runs, pooled")
     parser.add_argument("--clients", type=int, default=4, help="concurrent publishers for throughput")
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of each throughput run")
     parser.add_argument("--no-workers", action="store_true", help="measure ingest without learning running")
