@@ -32,6 +32,9 @@ Why it is built this way:
   held to commit, so sequence order is commit order and ``learning_changes`` could feed a
   cache later, and the schema stays parallel to SQLite's.
 * **Bulk saves by binary COPY**, with ids taken from the identity sequence beforehand.
+
+The job queue (``postgres_jobs``) and the search statement (``postgres_search``) live in
+modules of their own.
 """
 
 from __future__ import annotations
@@ -53,9 +56,8 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
-from reflexio import search
 from reflexio.embed import Embedder
-from reflexio.errors import ConflictError, NotFoundError, StorageError, ValidationError
+from reflexio.errors import ConflictError, NotFoundError, StorageError
 from reflexio.storage import common, rows
 from reflexio.storage.filters import (
     Candidate,
@@ -63,16 +65,15 @@ from reflexio.storage.filters import (
     InteractionFilter,
     LearningFilter,
     RequestFilter,
-    SearchMode,
 )
+from reflexio.storage.postgres_jobs import PostgresJobQueue
+from reflexio.storage.postgres_search import Conn, SearchStatement, candidate, tsquery, vector_dim
 from reflexio.storage.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
     EvaluationRecord,
     InteractionRecord,
-    Job,
-    JobStatus,
     Learning,
     LearningEvent,
     LLMUsageRecord,
@@ -92,23 +93,19 @@ from reflexio.storage.sql import (
 
 __all__ = ["PostgresStorage"]
 
-Conn = psycopg.Connection[DictRow]
 
 _Q = queries("postgres")
 #: Keep this many sequence numbers of change log per org before pruning older entries.
 _CHANGE_LOG_KEEP: Final = 200_000
 #: First key of the advisory lock migrations take (the second is the schema's hash).
 _LOCK_NAMESPACE: Final = 0x52464C58
-#: ``ts_rank``'s ceiling for lexemes without a weight label (weight D = 0.1).
-_TS_RANK_CEILING: Final = 0.1
 #: The vector arm walks the HNSW graph only for scopes the planner expects to hold at least
 #: this many rows and this share of the table. pgvector's cost model underrates filtered
 #: graph walks: on 100k rows it chose HNSW for a 170-row scope at ten times the exact scan's
 #: time, and a walk through a graph where few nodes pass the filter can give up short.
 _HNSW_MIN_SCOPE: Final = 2_000
 _HNSW_MIN_SHARE: Final = 0.01
-#: pgvector limits: a ``vector`` has at most 16000 dimensions, an HNSW index 2000.
-_MAX_DIM: Final = 16_000
+#: pgvector's limit for an HNSW index (a ``vector`` itself may have 16000 dimensions).
 _HNSW_MAX_DIM: Final = 2_000
 
 _REQUEST_COLUMNS: Final = (
@@ -182,7 +179,7 @@ def _errors() -> Iterator[None]:
         raise StorageError(f"PostgreSQL failed: {exc}") from exc
 
 
-class PostgresStorage:
+class PostgresStorage(PostgresJobQueue):
     """The ``Storage`` protocol over PostgreSQL with pgvector.
 
     Args:
@@ -364,14 +361,14 @@ class PostgresStorage:
     def search_interactions(
         self, org_id: str, where: InteractionFilter, text: str, *, limit: int
     ) -> list[tuple[InteractionRecord, float]]:
-        tsquery = _tsquery(text)
-        if tsquery is None:
+        words = tsquery(text)
+        if words is None:
             return []
         sql, params = where_interactions(where, POSTGRES)
         query = _Q["search_interactions"].format(columns=_INTERACTION_COLUMNS, where=sql)
         with self._read() as conn:
             found = conn.execute(
-                query, [tsquery, org_id, *params, tsquery, max(0, limit)], prepare=False
+                query, [words, org_id, *params, words, max(0, limit)], prepare=False
             ).fetchall()
         return [(rows.interaction_from(r), float(r["score"])) for r in found]
 
@@ -533,13 +530,13 @@ class PostgresStorage:
         out: list[Candidate] = []
         with self._read() as conn:
             for i, where in enumerate(query.filters):
-                out.extend(_candidate(r, i) for r in self._search_one(conn, org_id, where, query))
+                out.extend(candidate(r, i) for r in self._search_one(conn, org_id, where, query))
         return out
 
     def _search_one(
         self, conn: Conn, org_id: str, where: LearningFilter, query: CandidateQuery
     ) -> list[DictRow]:
-        search = _Search.of(org_id, where, query)
+        search = SearchStatement.of(org_id, where, query)
         hnsw = search.vector is not None and self._hnsw_pays(conn, search)
         found = search.run(conn, hnsw=hnsw)
         if hnsw and sum(1 for r in found if r["vector_rank"]) < search.limit:
@@ -547,11 +544,11 @@ class PostgresStorage:
             found = search.run(conn, hnsw=False)
         return found
 
-    def _hnsw_pays(self, conn: Conn, search: _Search) -> bool:
+    def _hnsw_pays(self, conn: Conn, search: SearchStatement) -> bool:
         """Whether the scope is big enough, absolutely and as a share of the table, for a
         filtered HNSW walk to beat an exact scan (planner estimates, ~0.3 ms)."""
         assert search.vector is not None
-        dim = _dim(len(search.vector))
+        dim = vector_dim(len(search.vector))
         if dim not in self._hnsw_dims:
             return False
         sql = _Q["scope_estimate"].format(where=search.where_sql, dim=dim)
@@ -721,149 +718,6 @@ class PostgresStorage:
             row = conn.execute(_Q["has_api_keys"]).fetchone()
         return bool(row and row["present"])
 
-    # -- jobs -------------------------------------------------------------------------------
-    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
-        query = _Q["enqueue_job_debounced" if debounce else "enqueue_job"]
-        out = []
-        with self._write() as conn:
-            t = now()
-            for job in jobs:
-                out.append(rows.job_from(_one(conn, query, rows.job_params(job, t))))
-        return out
-
-    def claim_jobs(
-        self,
-        worker: str,
-        *,
-        limit: int,
-        lease_seconds: float,
-        tasks: Sequence[str] | None = None,
-    ) -> list[Job]:
-        try:
-            with self._write() as conn:
-                t = now()
-                conn.execute(_Q["bury_exhausted_jobs"], {"error": common.LEASE_EXPIRED, "now": t})
-                params = {
-                    "worker": worker,
-                    "until": t + lease_seconds,
-                    "now": t,
-                    "tasks": None if tasks is None else list(tasks),
-                    "limit": max(0, limit),
-                }
-                found = conn.execute(_Q["claim_jobs"], params).fetchall()
-        except psycopg.errors.UniqueViolation:
-            # A concurrent claim started a job of the same key between this statement's
-            # snapshot and its row locks; jobs_running_key refused the second. Claim again later.
-            return []
-        return sorted((rows.job_from(r) for r in found), key=lambda j: (j.run_at, j.id))
-
-    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
-        t = now()
-        params = {"ids": list(job_ids), "worker": worker, "until": t + lease_seconds, "now": t}
-        with self._write() as conn:
-            held = {int(r["id"]) for r in conn.execute(_Q["heartbeat_jobs"], params)}
-        return [i for i in job_ids if i in held]
-
-    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
-        params = {"id": job_id, "worker": worker, "progress": rows.dumps(progress), "now": now()}
-        with self._write() as conn:
-            return conn.execute(_Q["set_job_progress"], params).rowcount > 0
-
-    def finish_job(
-        self,
-        job_id: int,
-        worker: str,
-        *,
-        error: str | None = None,
-        retry_at: float | None = None,
-    ) -> bool:
-        with self._write() as conn:
-            t = now()
-            params: dict[str, Any] = {
-                "id": job_id,
-                "worker": worker,
-                "error": error,
-                "now": t,
-                "retry_at": retry_at,
-            }
-            if error is None:
-                return conn.execute(_Q["finish_job_done"], params).rowcount > 0
-            if retry_at is None:
-                return conn.execute(_Q["finish_job_dead"], params).rowcount > 0
-            twin = _queued_twin(conn, job_id)
-            if twin is None:
-                return conn.execute(_Q["finish_job_retry"], params).rowcount > 0
-            params["error"] = common.merged_note(error, twin)
-            if conn.execute(_Q["finish_job_done"], params).rowcount == 0:
-                return False
-            conn.execute(_Q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": t})
-            return True
-
-    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
-        n = 0
-        with self._write() as conn:
-            t = now()
-            for job_id in job_ids:
-                twin = _queued_twin(conn, job_id)
-                params = {"id": job_id, "worker": worker, "now": t, "error": None}
-                if twin is None:
-                    n += conn.execute(_Q["release_job"], params).rowcount
-                else:
-                    params["error"] = f"released at shutdown; continues as job {twin}"
-                    n += conn.execute(_Q["finish_job_done"], params).rowcount
-        return n
-
-    def get_job(self, job_id: int) -> Job | None:
-        with self._read() as conn:
-            r = conn.execute(_Q["get_job"], {"id": job_id}).fetchone()
-        return rows.job_from(r) if r else None
-
-    def list_jobs(
-        self,
-        org_id: str,
-        *,
-        statuses: Sequence[JobStatus] | None = None,
-        request_id: str | None = None,
-        task: str | None = None,
-        key: str | None = None,
-        limit: int = 100,
-    ) -> list[Job]:
-        clauses, params = ["org_id = %s"], list[Any]([org_id])
-        for clause, value in (
-            ("status = ANY(%s::text[])", None if statuses is None else [s.value for s in statuses]),
-            ("request_id = %s", request_id),
-            ("task = %s", task),
-            ("key = %s", key),
-        ):  # fmt: skip
-            if value is not None:
-                clauses.append(clause)
-                params.append(value)
-        with self._read() as conn:
-            found = conn.execute(
-                f"SELECT * FROM jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
-                [*params, limit],
-            ).fetchall()
-        return [rows.job_from(r) for r in found]
-
-    def expedite_job(self, org_id: str, task: str, key: str) -> bool:
-        params = {"org_id": org_id, "task": task, "key": key, "now": now()}
-        with self._write() as conn:
-            return conn.execute(_Q["expedite_job"], params).rowcount > 0
-
-    def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
-        params = {
-            "org_id": org_id,
-            "ids": None if job_ids is None else list(job_ids),
-            "now": now(),
-        }
-        with self._write() as conn:
-            return conn.execute(_Q["retry_jobs"], params).rowcount
-
-    def list_orgs(self) -> list[str]:
-        with self._read() as conn:
-            found = conn.execute("SELECT org_id FROM org_state ORDER BY org_id").fetchall()
-        return [str(r["org_id"]) for r in found]
-
     # -- vectors ----------------------------------------------------------------------------
     def orgs_with_stale_vectors(self) -> list[str]:
         with self._read() as conn:
@@ -941,7 +795,7 @@ def _ensure_vector(conn: Conn) -> tuple[int, ...]:
 def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> bool:
     """Build the HNSW index for ``dim`` once enough vectors of that dimension exist;
     returns whether the index exists."""
-    if not 1 <= _dim(dim) <= _HNSW_MAX_DIM:
+    if not 1 <= vector_dim(dim) <= _HNSW_MAX_DIM:
         return False
     if _one(conn, _Q["index_exists"], {"name": f"learnings_hnsw_{dim}"})["present"]:
         return True
@@ -949,17 +803,8 @@ def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> bool:
         return False
     if min_rows > 0 and _one(conn, _Q["count_dim"], {"dim": dim, "cap": min_rows})["n"] < min_rows:
         return False
-    conn.execute(_Q["create_hnsw"].format(dim=_dim(dim)))
+    conn.execute(_Q["create_hnsw"].format(dim=vector_dim(dim)))
     return True
-
-
-def _dim(value: int) -> int:
-    """A vector dimension that is safe to write into SQL as a literal."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ValidationError(f"vector dimension must be an int, got {value!r}")
-    if not 1 <= int(value) <= _MAX_DIM:
-        raise ValidationError(f"vector dimension {value} is outside 1..{_MAX_DIM}")
-    return int(value)
 
 
 # -- row helpers --------------------------------------------------------------------------------
@@ -1038,11 +883,6 @@ def _insert_learnings(conn: Conn, saved: list[Learning], seq: int) -> list[Learn
     return saved
 
 
-def _queued_twin(conn: Conn, job_id: int) -> int | None:
-    r = conn.execute(_Q["queued_twin"], {"id": job_id}).fetchone()
-    return None if r is None else int(r["id"])
-
-
 def _request_params(r: RequestRecord) -> dict[str, Any]:
     return {
         "org_id": r.org_id,
@@ -1054,97 +894,3 @@ def _request_params(r: RequestRecord) -> dict[str, Any]:
         "created_at": r.created_at,
         "payload_hash": r.payload_hash,
     }
-
-
-# -- search helpers -----------------------------------------------------------------------------
-def _tsquery(text: str) -> str | None:
-    """An OR query over the text's content words, each quoted as one operand; PostgreSQL
-    stems them with the english config (plainto_tsquery would AND them)."""
-    words = search.raw_words(text)
-    if not words:
-        return None
-    quoted = ("'" + w.replace("\\", "\\\\").replace("'", "''") + "'" for w in words)
-    return " | ".join(quoted)
-
-
-def _query_vector(query: CandidateQuery) -> Vector | None:
-    """The query vector when the vector arm runs (a vector, a model name, not FTS mode)."""
-    if query.mode is SearchMode.FTS or query.vector is None or not query.embed_model:
-        return None
-    vector = np.asarray(query.vector, dtype=np.float32)
-    if vector.ndim != 1:
-        raise ValidationError("the query vector must be one-dimensional")
-    _dim(len(vector))
-    return vector
-
-
-@dataclass(frozen=True, slots=True)
-class _Search:
-    """One filter of a ``CandidateQuery``, compiled once for its statement(s)."""
-
-    org_id: str
-    where_sql: str
-    where_params: list[Any]
-    tsquery: str | None
-    vector: Vector | None
-    model: str
-    limit: int
-
-    @classmethod
-    def of(cls, org_id: str, where: LearningFilter, query: CandidateQuery) -> _Search:
-        where_sql, where_params = where_learnings(where, POSTGRES)
-        tsquery = None if query.mode is SearchMode.VECTOR else _tsquery(query.text)
-        vector = _query_vector(query)
-        limit = max(0, query.limit)
-        return cls(org_id, where_sql, where_params, tsquery, vector, query.embed_model, limit)
-
-    def run(self, conn: Conn, *, hnsw: bool) -> list[DictRow]:
-        """The candidates, each with both arms' scores and ranks."""
-        sql, params = self.statement(hnsw=hnsw)
-        # prepare=False: planned with the actual values every time, so the scope's
-        # selectivity decides between the btree indexes, GIN and (when allowed) HNSW.
-        with conn.cursor(binary=True) as cur:
-            cur.execute(sql, params, prepare=False)
-            return cur.fetchall()
-
-    def statement(self, *, hnsw: bool) -> tuple[str, list[Any]]:
-        """The SQL and its parameters, in the order they appear in it."""
-        parts = {
-            "columns": rows.LEARNING_COLUMNS,
-            "fts": _Q["search_no_arm"].format(name="fts"),
-            "vec": _Q["search_no_arm"].format(name="vec"),
-            "fts_score": "NULL::real",
-            "vector_score": "NULL::double precision",
-        }
-        scope = [self.org_id, *self.where_params]
-        arms: list[Any] = []
-        scores: list[Any] = []
-        if self.tsquery is not None:
-            parts["fts"] = _Q["search_fts_arm"].format(where=self.where_sql)
-            parts["fts_score"] = _Q["search_fts_score"]
-            arms += [self.tsquery, *scope, self.tsquery, self.limit]
-            scores += [self.tsquery]
-        if self.vector is not None:
-            dim = _dim(len(self.vector))  # a literal, so the partial HNSW index can match
-            distance = _Q["search_hnsw_distance" if hnsw else "search_exact_distance"]
-            parts["vec"] = _Q["search_vector_arm"].format(
-                where=self.where_sql, dim=dim, distance=distance.format(dim=dim)
-            )
-            parts["vector_score"] = _Q["search_vector_score"].format(dim=dim)
-            arms += [self.vector, *scope, self.model, self.limit]
-            scores += [self.model, self.vector]
-        return _Q["search_candidates"].format(**parts), arms + scores
-
-
-def _candidate(r: DictRow, filter_index: int) -> Candidate:
-    fts = None if r["fts_score"] is None else float(r["fts_score"])
-    sim = None if r["vector_score"] is None else float(r["vector_score"])
-    return Candidate(
-        learning=rows.learning_from(r),
-        filter_index=filter_index,
-        fts_score=fts,
-        fts_norm=None if fts is None else min(1.0, fts / _TS_RANK_CEILING),
-        fts_rank=r["fts_rank"],
-        vector_score=sim,
-        vector_rank=r["vector_rank"],
-    )

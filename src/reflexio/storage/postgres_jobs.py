@@ -1,0 +1,184 @@
+"""The job queue on PostgreSQL: enqueue with dedupe and debounce, leased claims, retries, dead letters.
+
+A mixin of ``PostgresStorage``: jobs share its pooled connections and transactions, so a
+publish and the jobs it enqueues commit together (``storage.transaction()``). Claims use
+``FOR UPDATE SKIP LOCKED``, so any number of workers on any machine can share one queue
+without waiting on each other; a job whose key is already running waits, so one user's
+extraction never runs twice at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+
+from reflexio.storage import common, rows
+from reflexio.storage.postgres_search import Conn
+from reflexio.storage.records import Job, JobStatus, now
+from reflexio.storage.sql import queries
+
+__all__ = ["PostgresJobQueue"]
+
+_Q = queries("postgres")
+
+
+class PostgresJobQueue:
+    """The ``Storage`` protocol's job methods; ``PostgresStorage`` provides the connections."""
+
+    def _read(self) -> AbstractContextManager[Conn]:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[Conn]:
+        raise NotImplementedError
+
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
+        query = _Q["enqueue_job_debounced" if debounce else "enqueue_job"]
+        out = []
+        with self._write() as conn:
+            t = now()
+            for job in jobs:
+                row = conn.execute(query, rows.job_params(job, t)).fetchone()
+                assert row is not None  # RETURNING *, after the insert or the dedupe's no-op update
+                out.append(rows.job_from(row))
+        return out
+
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tasks: Sequence[str] | None = None,
+    ) -> list[Job]:
+        try:
+            with self._write() as conn:
+                t = now()
+                conn.execute(_Q["bury_exhausted_jobs"], {"error": common.LEASE_EXPIRED, "now": t})
+                params = {
+                    "worker": worker,
+                    "until": t + lease_seconds,
+                    "now": t,
+                    "tasks": None if tasks is None else list(tasks),
+                    "limit": max(0, limit),
+                }
+                found = conn.execute(_Q["claim_jobs"], params).fetchall()
+        except psycopg.errors.UniqueViolation:
+            # A concurrent claim started a job of the same key between this statement's
+            # snapshot and its row locks; jobs_running_key refused the second. Claim again later.
+            return []
+        return sorted((rows.job_from(r) for r in found), key=lambda j: (j.run_at, j.id))
+
+    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
+        t = now()
+        params = {"ids": list(job_ids), "worker": worker, "until": t + lease_seconds, "now": t}
+        with self._write() as conn:
+            held = {int(r["id"]) for r in conn.execute(_Q["heartbeat_jobs"], params)}
+        return [i for i in job_ids if i in held]
+
+    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
+        params = {"id": job_id, "worker": worker, "progress": rows.dumps(progress), "now": now()}
+        with self._write() as conn:
+            return conn.execute(_Q["set_job_progress"], params).rowcount > 0
+
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        error: str | None = None,
+        retry_at: float | None = None,
+    ) -> bool:
+        with self._write() as conn:
+            t = now()
+            params: dict[str, Any] = {
+                "id": job_id,
+                "worker": worker,
+                "error": error,
+                "now": t,
+                "retry_at": retry_at,
+            }
+            if error is None:
+                return conn.execute(_Q["finish_job_done"], params).rowcount > 0
+            if retry_at is None:
+                return conn.execute(_Q["finish_job_dead"], params).rowcount > 0
+            twin = _queued_twin(conn, job_id)
+            if twin is None:
+                return conn.execute(_Q["finish_job_retry"], params).rowcount > 0
+            params["error"] = common.merged_note(error, twin)
+            if conn.execute(_Q["finish_job_done"], params).rowcount == 0:
+                return False
+            conn.execute(_Q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": t})
+            return True
+
+    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
+        n = 0
+        with self._write() as conn:
+            t = now()
+            for job_id in job_ids:
+                twin = _queued_twin(conn, job_id)
+                params = {"id": job_id, "worker": worker, "now": t, "error": None}
+                if twin is None:
+                    n += conn.execute(_Q["release_job"], params).rowcount
+                else:
+                    params["error"] = f"released at shutdown; continues as job {twin}"
+                    n += conn.execute(_Q["finish_job_done"], params).rowcount
+        return n
+
+    def get_job(self, job_id: int) -> Job | None:
+        with self._read() as conn:
+            r = conn.execute(_Q["get_job"], {"id": job_id}).fetchone()
+        return rows.job_from(r) if r else None
+
+    def list_jobs(
+        self,
+        org_id: str,
+        *,
+        statuses: Sequence[JobStatus] | None = None,
+        request_id: str | None = None,
+        task: str | None = None,
+        key: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        clauses, params = ["org_id = %s"], list[Any]([org_id])
+        for clause, value in (
+            ("status = ANY(%s::text[])", None if statuses is None else [s.value for s in statuses]),
+            ("request_id = %s", request_id),
+            ("task = %s", task),
+            ("key = %s", key),
+        ):  # fmt: skip
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        with self._read() as conn:
+            found = conn.execute(
+                f"SELECT * FROM jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
+                [*params, limit],
+            ).fetchall()
+        return [rows.job_from(r) for r in found]
+
+    def expedite_job(self, org_id: str, task: str, key: str) -> bool:
+        params = {"org_id": org_id, "task": task, "key": key, "now": now()}
+        with self._write() as conn:
+            return conn.execute(_Q["expedite_job"], params).rowcount > 0
+
+    def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
+        params = {
+            "org_id": org_id,
+            "ids": None if job_ids is None else list(job_ids),
+            "now": now(),
+        }
+        with self._write() as conn:
+            return conn.execute(_Q["retry_jobs"], params).rowcount
+
+    def list_orgs(self) -> list[str]:
+        with self._read() as conn:
+            found = conn.execute("SELECT org_id FROM org_state ORDER BY org_id").fetchall()
+        return [str(r["org_id"]) for r in found]
+
+
+def _queued_twin(conn: Conn, job_id: int) -> int | None:
+    r = conn.execute(_Q["queued_twin"], {"id": job_id}).fetchone()
+    return None if r is None else int(r["id"])
