@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from reflexio.storage import common, rows
+from reflexio.storage import common, rows, sql_jobs
 from reflexio.storage.postgres_search import Conn
 from reflexio.storage.records import Job, JobStatus, now
 from reflexio.storage.sql import queries
@@ -92,40 +92,12 @@ class PostgresJobQueue:
         retry_at: float | None = None,
     ) -> bool:
         with self._write() as conn:
-            t = now()
-            params: dict[str, Any] = {
-                "id": job_id,
-                "worker": worker,
-                "error": error,
-                "now": t,
-                "retry_at": retry_at,
-            }
-            if error is None:
-                return conn.execute(_Q["finish_job_done"], params).rowcount > 0
-            if retry_at is None:
-                return conn.execute(_Q["finish_job_dead"], params).rowcount > 0
-            twin = _queued_twin(conn, job_id)
-            if twin is None:
-                return conn.execute(_Q["finish_job_retry"], params).rowcount > 0
-            params["error"] = common.merged_note(error, twin)
-            if conn.execute(_Q["finish_job_done"], params).rowcount == 0:
-                return False
-            conn.execute(_Q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": t})
-            return True
+            return sql_jobs.finish_job(conn, _Q, job_id, worker, error=error, retry_at=retry_at, at=now())
 
     def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
-        n = 0
         with self._write() as conn:
             t = now()
-            for job_id in job_ids:
-                twin = _queued_twin(conn, job_id)
-                params = {"id": job_id, "worker": worker, "now": t, "error": None}
-                if twin is None:
-                    n += conn.execute(_Q["release_job"], params).rowcount
-                else:
-                    params["error"] = f"released at shutdown; continues as job {twin}"
-                    n += conn.execute(_Q["finish_job_done"], params).rowcount
-        return n
+            return sum((sql_jobs.release_job(conn, _Q, job_id, worker, at=t) for job_id in job_ids), 0)
 
     def get_job(self, job_id: int) -> Job | None:
         with self._read() as conn:
@@ -177,8 +149,3 @@ class PostgresJobQueue:
         with self._read() as conn:
             found = conn.execute("SELECT org_id FROM org_state ORDER BY org_id").fetchall()
         return [str(r["org_id"]) for r in found]
-
-
-def _queued_twin(conn: Conn, job_id: int) -> int | None:
-    r = conn.execute(_Q["queued_twin"], {"id": job_id}).fetchone()
-    return None if r is None else int(r["id"])

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from reflexio.storage import common, rows
+from reflexio.storage import common, rows, sql_jobs
 from reflexio.storage.records import Job, JobStatus, now
 from reflexio.storage.sql import SQLITE, queries
 
@@ -95,48 +95,12 @@ class SqliteJobQueue:
         retry_at: float | None = None,
     ) -> bool:
         with self._write() as conn:
-            t = now()
-            params: dict[str, Any] = {
-                "id": job_id,
-                "worker": worker,
-                "error": error,
-                "now": t,
-                "retry_at": retry_at,
-            }
-            if error is None:
-                return conn.execute(_Q["finish_job_done"], params).rowcount > 0
-            if retry_at is None:
-                return conn.execute(_Q["finish_job_dead"], params).rowcount > 0
-            twin = self._queued_twin(conn, job_id)
-            if twin is None:
-                return conn.execute(_Q["finish_job_retry"], params).rowcount > 0
-            params["error"] = common.merged_note(error, twin)
-            if conn.execute(_Q["finish_job_done"], params).rowcount == 0:
-                return False
-            conn.execute(_Q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": t})
-            return True
-
-    def _queued_twin(self, conn: sqlite3.Connection, job_id: int) -> int | None:
-        r = conn.execute(
-            "SELECT q.id FROM jobs j JOIN jobs q ON q.org_id = j.org_id AND q.task = j.task "
-            "AND q.key = j.key AND q.status = 'queued' AND q.id <> j.id WHERE j.id = ?",
-            (job_id,),
-        ).fetchone()
-        return None if r is None else int(r[0])
+            return sql_jobs.finish_job(conn, _Q, job_id, worker, error=error, retry_at=retry_at, at=now())
 
     def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
-        n = 0
         with self._write() as conn:
             t = now()
-            for job_id in job_ids:
-                twin = self._queued_twin(conn, job_id)
-                params = {"id": job_id, "worker": worker, "now": t, "error": None, "retry_at": t}
-                if twin is None:
-                    n += conn.execute(_Q["release_job"], params).rowcount
-                else:
-                    params["error"] = f"released at shutdown; continues as job {twin}"
-                    n += conn.execute(_Q["finish_job_done"], params).rowcount
-        return n
+            return sum((sql_jobs.release_job(conn, _Q, job_id, worker, at=t) for job_id in job_ids), 0)
 
     def get_job(self, job_id: int) -> Job | None:
         r = self._conn().execute(_Q["get_job"], (job_id,)).fetchone()

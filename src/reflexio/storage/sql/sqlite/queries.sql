@@ -237,3 +237,9 @@ ORDER BY id
 UPDATE fts_progress
 SET indexed_upto = MAX(indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM interactions))
 WHERE name = 'interactions'
+
+-- name: queued_twin
+SELECT q.id FROM jobs j
+JOIN jobs q ON q.org_id = j.org_id AND q.task = j.task AND q.key = j.key
+    AND q.status = 'queued' AND q.id <> j.id
+WHERE j.id = :id
