@@ -107,6 +107,8 @@ class Worker:
         lease_seconds: Lease length; the heartbeat extends it every third of that.
         poll_seconds: Sleep between claim attempts when the queue is empty.
         backoff: Retry schedule.
+        outage_seconds: Sleep after the queue itself failed (storage down or restarting)
+            before trying again; the worker outlives an outage instead of dying with it.
     """
 
     storage: Storage
@@ -115,6 +117,7 @@ class Worker:
     lease_seconds: float = 60.0
     poll_seconds: float = 0.5
     backoff: Backoff = field(default_factory=Backoff)
+    outage_seconds: float = 5.0
     _rng: random.Random = field(default_factory=random.Random, repr=False)
     _current: Job | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -126,7 +129,17 @@ class Worker:
         )
         beat.start()
         while not stop.is_set():
-            if not self.run_once():
+            try:
+                busy = self.run_once()
+            except Exception:
+                if stop.is_set():  # shutting down: the storage may already be closed
+                    break
+                log.exception(
+                    "worker %s cannot reach the job queue; retrying in %.0fs", self.name, self.outage_seconds
+                )
+                stop.wait(self.outage_seconds)
+                continue
+            if not busy:
                 stop.wait(self.poll_seconds)
 
     def run_once(self) -> bool:

@@ -13,6 +13,7 @@ from tests.conftest import BACKENDS, storage_url
 from tests.support.echo import echo
 
 from reflexio.config import Settings
+from reflexio.errors import StorageError
 from reflexio.jobs import Backoff, JobContext, LeaseLost, PermanentJobError, Worker, WorkerPool
 from reflexio.learn.changes import Changes
 from reflexio.learn.windows import Window, plan_windows, run_extraction
@@ -251,3 +252,38 @@ def _pg() -> bool:
     from tests.conftest import POSTGRES_URL
 
     return bool(POSTGRES_URL)
+
+
+class _Outage:
+    """The real storage, whose job claims fail while ``down`` (a database restarting)."""
+
+    def __init__(self, inner: Storage, failures: int) -> None:
+        self.inner, self.failures = inner, failures
+
+    def claim_jobs(self, *args: Any, **kwargs: Any) -> Any:
+        if self.failures > 0:
+            self.failures -= 1
+            raise StorageError("PostgreSQL failed: the connection was closed")
+        return self.inner.claim_jobs(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_worker_outlives_a_storage_outage(core: Core) -> None:
+    request_id = publish(core, 4)
+    flaky = _Outage(core.storage, failures=3)
+    worker = Worker(flaky, echo_handlers(core), poll_seconds=0.01, outage_seconds=0.01)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while pub.learning_status(core, "o", request_id).status != "done":
+            assert thread.is_alive(), "the worker thread died with the outage"
+            assert time.monotonic() < deadline, "the worker never came back after the outage"
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert flaky.failures == 0
