@@ -71,7 +71,7 @@ def worker(
     REFLEXIO_WORKERS=0, on this machine (same SQLite file) or any machine sharing PostgreSQL.
     """
     chosen = settings(storage_url=storage_url)
-    if niceness:
+    if niceness and hasattr(os, "nice"):  # POSIX only; elsewhere the worker keeps normal priority
         os.nice(niceness)
     run(wants_json(as_json), lambda: _work(chosen, concurrency, grace, parent_pid))
 

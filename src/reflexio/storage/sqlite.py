@@ -11,11 +11,11 @@ catch up. The job queue lives in ``sqlite_jobs``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +58,9 @@ from reflexio.storage.sql import (
 from reflexio.storage.sqlite_jobs import SqliteJobQueue
 from reflexio.storage.sqlite_search import SearchIndexes
 
+if sys.platform != "win32":
+    import fcntl
+
 __all__ = ["SqliteStorage"]
 
 log = logging.getLogger(__name__)
@@ -76,7 +79,14 @@ _HOUSEKEEPING_SECONDS = 1.0
 
 @contextmanager
 def _file_lock(fd: int) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``fd``; the kernel wakes the next waiter on release."""
+    """Hold an exclusive ``flock`` on ``fd``; the kernel wakes the next waiter on release.
+
+    Where there is no ``flock`` (Windows), processes fall back on SQLite's busy handler,
+    which is correct, only slower under contention.
+    """
+    if sys.platform == "win32":
+        yield
+        return
     fcntl.flock(fd, fcntl.LOCK_EX)  # blocks without holding the GIL
     try:
         yield
