@@ -56,13 +56,6 @@ class WorkerProcess:
         self._child: subprocess.Popen[bytes] | None = None
         self._supervisor = threading.Thread(target=self._supervise, name="worker-process", daemon=True)
 
-    @property
-    def pid(self) -> int | None:
-        """The running child's pid (None before start and after stop)."""
-        with self._lock:
-            child = self._child
-        return child.pid if child is not None and child.poll() is None else None
-
     def command(self) -> list[str]:
         """The child's command line."""
         return [
@@ -107,8 +100,14 @@ class WorkerProcess:
                 return
             env = self._settings.to_env()
             # Its log lines go to our stderr; its stdout (a final summary) must not mix into ours.
+            # A session of its own: Ctrl-C in a terminal reaches the server only, which then
+            # stops the child in order instead of racing it (and restarting it) on shutdown.
             self._child = subprocess.Popen(
-                self.command(), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+                self.command(),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
             )
             log.info("started the job worker process (pid %s)", self._child.pid)
 
