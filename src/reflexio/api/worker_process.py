@@ -100,14 +100,10 @@ class WorkerProcess:
                 return
             env = self._settings.to_env()
             # Its log lines go to our stderr; its stdout (a final summary) must not mix into ours.
-            # A session of its own: Ctrl-C in a terminal reaches the server only, which then
-            # stops the child in order instead of racing it (and restarting it) on shutdown.
+            # It stays in our session: with Linux's scheduler autogroups, a session of its own
+            # would share the CPU with the API as an equal instead of as a low-priority process.
             self._child = subprocess.Popen(
-                self.command(),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,
+                self.command(), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
             )
             log.info("started the job worker process (pid %s)", self._child.pid)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 from typing import TYPE_CHECKING, Annotated
@@ -85,6 +86,10 @@ def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int |
     size = concurrency or (chosen.workers if chosen.workers > 0 else DEFAULT_CONCURRENCY)
     where = mask_url(chosen.storage_url)
     with process.signalled() as stop:  # a signal while opening storage still ends us cleanly
+        if parent is not None:
+            # Ctrl-C in a terminal reaches the server's whole process group; the server stops
+            # us with SIGTERM once it has stopped serving, so we neither race nor get restarted.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         core = open_core(chosen)
         try:
             _serve_queue(core, size, grace, stop, parent)
