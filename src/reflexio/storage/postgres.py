@@ -265,10 +265,18 @@ class PostgresStorage(PostgresJobQueue):
                 yield conn
 
     @contextmanager
-    def _write(self) -> Iterator[Conn]:
-        """A transaction: a savepoint inside an open one, else a borrowed connection."""
+    def _write(self, *, savepoint: bool = True) -> Iterator[Conn]:
+        """A transaction: a savepoint inside an open one, else a borrowed connection.
+
+        ``savepoint=False`` joins an open transaction without one, saving two round trips,
+        for statements whose failure no caller catches inside a transaction (there a failure
+        aborts the whole transaction, which then rolls back anyway).
+        """
         tx = self._current()
         with _errors():
+            if tx is not None and not savepoint:
+                yield tx.conn
+                return
             if tx is not None:
                 with tx.conn.transaction():
                     yield tx.conn

@@ -31,13 +31,13 @@ class PostgresJobQueue:
     def _read(self) -> AbstractContextManager[Conn]:
         raise NotImplementedError
 
-    def _write(self) -> AbstractContextManager[Conn]:
+    def _write(self, *, savepoint: bool = True) -> AbstractContextManager[Conn]:
         raise NotImplementedError
 
     def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
         query = _Q["enqueue_job_debounced" if debounce else "enqueue_job"]
         out = []
-        with self._write() as conn:
+        with self._write(savepoint=False) as conn:  # on the publish path; it never fails by design
             t = now()
             for job in jobs:
                 row = conn.execute(query, rows.job_params(job, t)).fetchone()
@@ -133,7 +133,7 @@ class PostgresJobQueue:
 
     def expedite_job(self, org_id: str, task: str, key: str) -> bool:
         params = {"org_id": org_id, "task": task, "key": key, "now": now()}
-        with self._write() as conn:
+        with self._write(savepoint=False) as conn:
             return conn.execute(_Q["expedite_job"], params).rowcount > 0
 
     def retry_jobs(self, org_id: str, job_ids: Sequence[int] | None = None) -> int:
