@@ -25,8 +25,10 @@ __all__ = ["PostgresJobQueue"]
 _Q = queries("postgres")
 
 
-class PostgresJobQueue:
+class PostgresJobQueue(sql_jobs.SqlJobTransitions):
     """The ``Storage`` protocol's job methods; ``PostgresStorage`` provides the connections."""
+
+    _queries = _Q
 
     def _read(self) -> AbstractContextManager[Conn]:
         raise NotImplementedError
@@ -77,27 +79,6 @@ class PostgresJobQueue:
         with self._write() as conn:
             held = {int(r["id"]) for r in conn.execute(_Q["heartbeat_jobs"], params)}
         return [i for i in job_ids if i in held]
-
-    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
-        params = {"id": job_id, "worker": worker, "progress": rows.dumps(progress), "now": now()}
-        with self._write() as conn:
-            return conn.execute(_Q["set_job_progress"], params).rowcount > 0
-
-    def finish_job(
-        self,
-        job_id: int,
-        worker: str,
-        *,
-        error: str | None = None,
-        retry_at: float | None = None,
-    ) -> bool:
-        with self._write() as conn:
-            return sql_jobs.finish_job(conn, _Q, job_id, worker, error=error, retry_at=retry_at, at=now())
-
-    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
-        with self._write() as conn:
-            t = now()
-            return sum((sql_jobs.release_job(conn, _Q, job_id, worker, at=t) for job_id in job_ids), 0)
 
     def get_job(self, job_id: int) -> Job | None:
         with self._read() as conn:

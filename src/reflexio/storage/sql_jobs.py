@@ -4,19 +4,21 @@ The SQL differs between SQLite and PostgreSQL (placeholders, locking), but the d
 not, and they are the subtle part of the queue: a failed job is done, dead or queued for a
 retry, unless another job with the same key was queued while it ran. In that case the retry
 is handed to that twin (the partial unique index allows one queued job per key), and this
-one is closed with a note saying where the work went. Written once here, so the two backends
-cannot drift apart. The callers hold the write transaction.
+one is closed with a note saying where the work went. Written once here, as a base of both
+job queues (``sqlite_jobs``, ``postgres_jobs``), so the two backends cannot drift apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from reflexio.storage import common
+from reflexio.storage import common, rows
+from reflexio.storage.records import now
 from reflexio.storage.sql import Queries
 
-__all__ = ["finish_job", "release_job"]
+__all__ = ["Connection", "SqlJobTransitions"]
 
 
 class _Cursor(Protocol):
@@ -32,40 +34,69 @@ class Connection(Protocol):
     def execute(self, query: str, params: Mapping[str, Any], /) -> _Cursor: ...
 
 
-def finish_job(
-    conn: Connection,
-    queries: Queries,
-    job_id: int,
-    worker: str,
-    *,
-    error: str | None,
-    retry_at: float | None,
-    at: float,
-) -> bool:
-    """Close or requeue a leased job; False when ``worker`` no longer holds its lease."""
-    params: dict[str, Any] = {"id": job_id, "worker": worker, "error": error, "now": at, "retry_at": retry_at}
-    if error is None:
-        return conn.execute(queries["finish_job_done"], params).rowcount > 0
-    if retry_at is None:
-        return conn.execute(queries["finish_job_dead"], params).rowcount > 0
-    twin = _queued_twin(conn, queries, job_id)
-    if twin is None:
-        return conn.execute(queries["finish_job_retry"], params).rowcount > 0
-    params["error"] = common.merged_note(error, twin)
-    if conn.execute(queries["finish_job_done"], params).rowcount == 0:
-        return False
-    conn.execute(queries["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": at})
-    return True
+class SqlJobTransitions:
+    """The job methods both SQL backends share; a backend sets ``_queries`` and ``_write``."""
 
+    _queries: Queries
 
-def release_job(conn: Connection, queries: Queries, job_id: int, worker: str, *, at: float) -> int:
-    """Hand a leased job back to the queue at shutdown (1 if it was ``worker``'s, else 0)."""
-    twin = _queued_twin(conn, queries, job_id)
-    params: dict[str, Any] = {"id": job_id, "worker": worker, "now": at, "error": None, "retry_at": at}
-    if twin is None:
-        return conn.execute(queries["release_job"], params).rowcount
-    params["error"] = f"released at shutdown; continues as job {twin}"
-    return conn.execute(queries["finish_job_done"], params).rowcount
+    def _write(self) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
+        params = {"id": job_id, "worker": worker, "progress": rows.dumps(progress), "now": now()}
+        with self._write() as conn:
+            return conn.execute(self._queries["set_job_progress"], params).rowcount > 0
+
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        error: str | None = None,
+        retry_at: float | None = None,
+    ) -> bool:
+        """Close or requeue a leased job; False when ``worker`` no longer holds its lease."""
+        q, at = self._queries, now()
+        params: dict[str, Any] = {
+            "id": job_id,
+            "worker": worker,
+            "error": error,
+            "now": at,
+            "retry_at": retry_at,
+        }
+        with self._write() as conn:
+            if error is None:
+                return conn.execute(q["finish_job_done"], params).rowcount > 0
+            if retry_at is None:
+                return conn.execute(q["finish_job_dead"], params).rowcount > 0
+            twin = _queued_twin(conn, q, job_id)
+            if twin is None:
+                return conn.execute(q["finish_job_retry"], params).rowcount > 0
+            params["error"] = common.merged_note(error, twin)
+            if conn.execute(q["finish_job_done"], params).rowcount == 0:
+                return False
+            conn.execute(q["absorb_retry"], {"id": twin, "retry_at": retry_at, "now": at})
+            return True
+
+    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
+        """Hand leased jobs back to the queue at shutdown; how many were ``worker``'s."""
+        q, at, released = self._queries, now(), 0
+        with self._write() as conn:
+            for job_id in job_ids:
+                twin = _queued_twin(conn, q, job_id)
+                params: dict[str, Any] = {
+                    "id": job_id,
+                    "worker": worker,
+                    "now": at,
+                    "error": None,
+                    "retry_at": at,
+                }
+                if twin is None:
+                    released += conn.execute(q["release_job"], params).rowcount
+                else:
+                    params["error"] = f"released at shutdown; continues as job {twin}"
+                    released += conn.execute(q["finish_job_done"], params).rowcount
+        return released
 
 
 def _queued_twin(conn: Connection, queries: Queries, job_id: int) -> int | None:

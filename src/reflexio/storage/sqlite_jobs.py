@@ -23,8 +23,10 @@ __all__ = ["SqliteJobQueue"]
 _Q = queries("sqlite")
 
 
-class SqliteJobQueue:
+class SqliteJobQueue(sql_jobs.SqlJobTransitions):
     """The ``Storage`` protocol's job methods; ``SqliteStorage`` provides the connections."""
+
+    _queries = _Q
 
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -80,27 +82,6 @@ class SqliteJobQueue:
                 if conn.execute(_Q["heartbeat_job"], params).fetchone():
                     held.append(job_id)
         return held
-
-    def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
-        params = {"id": job_id, "worker": worker, "progress": rows.dumps(progress), "now": now()}
-        with self._write() as conn:
-            return conn.execute(_Q["set_job_progress"], params).rowcount > 0
-
-    def finish_job(
-        self,
-        job_id: int,
-        worker: str,
-        *,
-        error: str | None = None,
-        retry_at: float | None = None,
-    ) -> bool:
-        with self._write() as conn:
-            return sql_jobs.finish_job(conn, _Q, job_id, worker, error=error, retry_at=retry_at, at=now())
-
-    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
-        with self._write() as conn:
-            t = now()
-            return sum((sql_jobs.release_job(conn, _Q, job_id, worker, at=t) for job_id in job_ids), 0)
 
     def get_job(self, job_id: int) -> Job | None:
         r = self._conn().execute(_Q["get_job"], (job_id,)).fetchone()
