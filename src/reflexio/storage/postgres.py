@@ -33,27 +33,23 @@ Why it is built this way:
   cache later, and the schema stays parallel to SQLite's.
 * **Bulk saves by binary COPY**, with ids taken from the identity sequence beforehand.
 
-The job queue (``postgres_jobs``) and the search statement (``postgres_search``) live in
-modules of their own.
+Modules of their own hold the job queue (``postgres_jobs``), the search statement
+(``postgres_search``), opening and migrating the schema (``postgres_schema``) and the wire
+adapters and binary COPY (``postgres_wire``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import copy
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-import numpy as np
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
-from psycopg.abc import Buffer
-from psycopg.adapt import Dumper, Loader
-from psycopg.pq import Format
 from psycopg.rows import DictRow, dict_row
-from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
 from reflexio.embed import Embedder
@@ -67,7 +63,15 @@ from reflexio.storage.filters import (
     RequestFilter,
 )
 from reflexio.storage.postgres_jobs import PostgresJobQueue
-from reflexio.storage.postgres_search import Conn, SearchStatement, candidate, tsquery, vector_dim
+from reflexio.storage.postgres_schema import migrate
+from reflexio.storage.postgres_search import Conn, SearchStatement, candidate, one_row, tsquery, vector_dim
+from reflexio.storage.postgres_wire import (
+    EVENT_COPY,
+    LEARNING_COPY,
+    VectorBinaryLoader,
+    VectorTextLoader,
+    copy_rows,
+)
 from reflexio.storage.records import (
     ApiKeyRecord,
     Audit,
@@ -79,12 +83,10 @@ from reflexio.storage.records import (
     LLMUsageRecord,
     RequestRecord,
     UsageSummary,
-    Vector,
     now,
 )
 from reflexio.storage.sql import (
     POSTGRES,
-    migrations,
     queries,
     where_interactions,
     where_learnings,
@@ -97,17 +99,12 @@ __all__ = ["PostgresStorage"]
 _Q = queries("postgres")
 #: Keep this many sequence numbers of change log per org before pruning older entries.
 _CHANGE_LOG_KEEP: Final = 200_000
-#: First key of the advisory lock migrations take (the second is the schema's hash).
-_LOCK_NAMESPACE: Final = 0x52464C58
 #: The vector arm walks the HNSW graph only for scopes the planner expects to hold at least
 #: this many rows and this share of the table. pgvector's cost model underrates filtered
 #: graph walks: on 100k rows it chose HNSW for a 170-row scope at ten times the exact scan's
 #: time, and a walk through a graph where few nodes pass the filter can give up short.
 _HNSW_MIN_SCOPE: Final = 2_000
 _HNSW_MIN_SHARE: Final = 0.01
-#: pgvector's limit for an HNSW index (a ``vector`` itself may have 16000 dimensions).
-_HNSW_MAX_DIM: Final = 2_000
-
 _REQUEST_COLUMNS: Final = (
     "org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash"
 )
@@ -116,50 +113,6 @@ _INTERACTION_COLUMNS: Final = (
     "expert_content, user_action, user_action_description, interacted_image_url, "
     "image_encoding, tools_used, citations, retrieved_learnings, created_at"
 )
-# Binary COPY needs every column's type. Keys are fixed column names (never input) and
-# match the keys of rows.learning_params / rows.event_params.
-_LEARNING_COPY: Final = {
-    "id": "int8", "org_id": "text", "kind": "text", "profile_id": "text", "user_id": "text",
-    "agent_version": "text", "playbook_name": "text", "content": "text", "trigger": "text",
-    "rationale": "text", "pitfall": "text", "blocking_issue": "jsonb", "status": "text",
-    "approval": "text", "source": "text", "tags": "text[]", "custom_features": "jsonb",
-    "extractor_names": "jsonb", "ttl": "text", "expires_at": "int8", "request_id": "text",
-    "source_interaction_ids": "jsonb", "superseded_by": "int8", "metadata": "text",
-    "created_at": "int8", "updated_at": "int8", "embedding": "vector", "embed_model": "text",
-    "text_hash": "text", "seq": "int8",
-}  # fmt: skip
-_EVENT_COPY: Final = {
-    "org_id": "text", "learning_id": "int8", "kind": "text", "user_id": "text",
-    "event": "text", "actor": "text", "reason": "text", "request_id": "text", "job_id": "int8",
-    "before": "jsonb", "after": "jsonb", "created_at": "float8",
-}  # fmt: skip
-
-
-# -- adapters -------------------------------------------------------------------------------------
-class _VectorBinaryLoader(Loader):
-    """pgvector's binary format (uint16 dim, uint16 unused, big-endian float4s) to numpy."""
-
-    format = Format.BINARY
-
-    def load(self, data: Buffer) -> Vector:
-        return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
-
-
-class _VectorTextLoader(Loader):
-    """pgvector's text format (``[1,2,3]``) to numpy."""
-
-    def load(self, data: Buffer) -> Vector:
-        return np.array(bytes(data)[1:-1].split(b","), dtype=np.float32)
-
-
-class _JsonTextDumper(Dumper):
-    """jsonb for binary COPY from the JSON text ``rows`` produces (version byte + text)."""
-
-    format = Format.BINARY
-    oid = psycopg.postgres.types["jsonb"].oid
-
-    def dump(self, obj: Any) -> Buffer | None:
-        return b"\x01" + str(obj).encode()
 
 
 @dataclass
@@ -204,9 +157,10 @@ class PostgresStorage(PostgresJobQueue):
         self.embedder = embedder
         self._local = threading.local()
         self._tx: _Tx | None = None
-        self._hnsw_dims: frozenset[int] = frozenset()
         with _errors():
-            self._vector_type, self._iterative_scan = self._migrate(hnsw_min_rows)
+            schema = migrate(url, embedder.dim, hnsw_min_rows)
+            self._vector_type, self._hnsw_dims = schema.vector_type, schema.hnsw_dims
+            self._iterative_scan = schema.iterative_scan
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url,
                 min_size=1,
@@ -220,30 +174,11 @@ class PostgresStorage(PostgresJobQueue):
             self._pool.open(wait=True, timeout=30.0)
 
     # -- connections and transactions ---------------------------------------------------------
-    def _migrate(self, hnsw_min_rows: int | None) -> tuple[TypeInfo, bool]:
-        """Apply missing migrations under an advisory lock (several processes may open at once)."""
-        with psycopg.connect(self.url, autocommit=True, row_factory=dict_row, connect_timeout=10) as conn:
-            with conn.transaction():
-                conn.execute(_Q["migration_lock"], {"namespace": _LOCK_NAMESPACE})
-                version = _ensure_vector(conn)
-                conn.execute(_Q["create_migrations"])
-                done = {r["version"] for r in conn.execute(_Q["applied_migrations"])}
-                for number, script in migrations("postgres"):
-                    if number not in done:
-                        conn.execute(script.encode())
-                        conn.execute(_Q["record_migration"], {"version": number})
-                if _ensure_hnsw(conn, self.embedder.dim, hnsw_min_rows):
-                    self._hnsw_dims = frozenset({self.embedder.dim})
-            info = TypeInfo.fetch(conn, "vector")
-        if info is None:
-            raise StorageError("the pgvector type 'vector' is not on the search_path")
-        return info, version >= (0, 8)
-
     def _configure(self, conn: Conn) -> None:
         """Per new pooled connection: numpy vectors in and out, filtered HNSW scans."""
         register_vector_info(conn, self._vector_type)
-        conn.adapters.register_loader(self._vector_type.oid, _VectorTextLoader)
-        conn.adapters.register_loader(self._vector_type.oid, _VectorBinaryLoader)
+        conn.adapters.register_loader(self._vector_type.oid, VectorTextLoader)
+        conn.adapters.register_loader(self._vector_type.oid, VectorBinaryLoader)
         if self._iterative_scan:
             # Without it a filtered HNSW scan stops after ef_search rows and can come back
             # short; relaxed order is fine because the arm re-sorts what it gets.
@@ -451,7 +386,7 @@ class PostgresStorage(PostgresJobQueue):
     ) -> None:
         conn.execute(_Q["insert_changes"], {"org_id": org_id, "seq": seq, "ids": list(ids)})
         params = (rows.event_params(e) for e in events)
-        _copy(conn, "learning_events", _EVENT_COPY, ([p[c] for c in _EVENT_COPY] for p in params))
+        copy_rows(conn, "learning_events", EVENT_COPY, ([p[c] for c in EVENT_COPY] for p in params))
 
     def _select(
         self, conn: Conn, org_id: str, where: LearningFilter, tail: str = "", *extra: Any
@@ -538,10 +473,10 @@ class PostgresStorage(PostgresJobQueue):
         out: list[Candidate] = []
         with self._read() as conn:
             for i, where in enumerate(query.filters):
-                out.extend(candidate(r, i) for r in self._search_one(conn, org_id, where, query))
+                out.extend(candidate(r, i) for r in self._searchone_row(conn, org_id, where, query))
         return out
 
-    def _search_one(
+    def _searchone_row(
         self, conn: Conn, org_id: str, where: LearningFilter, query: CandidateQuery
     ) -> list[DictRow]:
         search = SearchStatement.of(org_id, where, query)
@@ -561,9 +496,9 @@ class PostgresStorage(PostgresJobQueue):
             return False
         sql = _Q["scope_estimate"].format(where=search.where_sql, dim=dim)
         params = [search.org_id, *search.where_params, search.model]
-        plan = _one(conn, sql, params, prepare=False)["QUERY PLAN"]
+        plan = one_row(conn, sql, params, prepare=False)["QUERY PLAN"]
         rows = float(plan[0]["Plan"]["Plan Rows"])
-        table = float(_one(conn, _Q["table_estimate"], {})["n"])
+        table = float(one_row(conn, _Q["table_estimate"], {})["n"])
         return rows >= max(_HNSW_MIN_SCOPE, _HNSW_MIN_SHARE * table)
 
     def list_events(
@@ -779,51 +714,7 @@ class PostgresStorage(PostgresJobQueue):
         return UsageSummary.of_roles({r["role"]: rows.usage_totals_from(r) for r in found})
 
 
-# -- schema helpers ---------------------------------------------------------------------------
-def _ensure_vector(conn: Conn) -> tuple[int, ...]:
-    """The installed pgvector version, creating the extension only when it is missing
-    (so a role that may not create extensions works where it is already installed)."""
-    row = conn.execute(_Q["vector_version"]).fetchone()
-    if row is None:
-        try:
-            with conn.transaction():
-                conn.execute(_Q["create_vector"])
-        except psycopg.errors.UniqueViolation:
-            pass  # another process created it a moment ago
-        except psycopg.Error as exc:
-            raise StorageError(
-                "the pgvector extension is not installed and could not be created "
-                f"({exc}); run CREATE EXTENSION vector as a superuser"
-            ) from exc
-        row = conn.execute(_Q["vector_version"]).fetchone()
-    assert row is not None
-    return tuple(int(part) for part in str(row["extversion"]).split(".") if part.isdigit())
-
-
-def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> bool:
-    """Build the HNSW index for ``dim`` once enough vectors of that dimension exist;
-    returns whether the index exists."""
-    if not 1 <= vector_dim(dim) <= _HNSW_MAX_DIM:
-        return False
-    if _one(conn, _Q["index_exists"], {"name": f"learnings_hnsw_{dim}"})["present"]:
-        return True
-    if min_rows is None:
-        return False
-    if min_rows > 0 and _one(conn, _Q["count_dim"], {"dim": dim, "cap": min_rows})["n"] < min_rows:
-        return False
-    conn.execute(_Q["create_hnsw"].format(dim=vector_dim(dim)))
-    return True
-
-
 # -- row helpers --------------------------------------------------------------------------------
-def _one(
-    conn: Conn, query: str, params: Mapping[str, Any] | Sequence[Any], *, prepare: bool | None = None
-) -> DictRow:
-    row = conn.execute(query, params, prepare=prepare).fetchone()
-    assert row is not None
-    return row
-
-
 def _insert_returning_ids(conn: Conn, query: str, params: Sequence[Mapping[str, Any]]) -> list[int]:
     """Run an ``INSERT ... RETURNING id`` per parameter set (pipelined); ids in order."""
     if not params:
@@ -837,17 +728,6 @@ def _insert_returning_ids(conn: Conn, query: str, params: Sequence[Mapping[str, 
             ids.append(int(row["id"]))
             if not cur.nextset():
                 return ids
-
-
-def _copy(conn: Conn, table: str, types: Mapping[str, str], values: Iterable[Sequence[Any]]) -> None:
-    """Binary COPY into ``table``; ``types`` names the columns (fixed names, never input)."""
-    columns = ", ".join(f'"{c}"' for c in types)
-    with conn.cursor() as cur:
-        cur.adapters.register_dumper(None, _JsonTextDumper)
-        with cur.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copier:
-            copier.set_types(list(types.values()))
-            for row in values:
-                copier.write_row(row)
 
 
 def _learnings(conn: Conn, query: str, params: Sequence[Any]) -> list[Learning]:
@@ -887,7 +767,7 @@ def _insert_learnings(conn: Conn, saved: list[Learning], seq: int) -> list[Learn
     for i, new_id in zip(fresh, ids, strict=True):
         saved[i] = saved[i].copy(id=new_id)
     params = (rows.learning_params(saved[i], seq=seq, postgres=True) for i in fresh)
-    _copy(conn, "learnings", _LEARNING_COPY, ([p[c] for c in _LEARNING_COPY] for p in params))
+    copy_rows(conn, "learnings", LEARNING_COPY, ([p[c] for c in LEARNING_COPY] for p in params))
     return saved
 
 

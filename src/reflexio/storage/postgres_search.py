@@ -9,6 +9,7 @@ scores and ranks. The SQL fragments live in ``sql/postgres/queries.sql``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -23,7 +24,16 @@ from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter, 
 from reflexio.storage.records import Vector
 from reflexio.storage.sql import POSTGRES, queries, where_learnings
 
-__all__ = ["TS_RANK_CEILING", "Conn", "SearchStatement", "candidate", "query_vector", "tsquery", "vector_dim"]
+__all__ = [
+    "TS_RANK_CEILING",
+    "Conn",
+    "SearchStatement",
+    "candidate",
+    "one_row",
+    "query_vector",
+    "tsquery",
+    "vector_dim",
+]
 
 _Q = queries("postgres")
 #: The connection type of every PostgreSQL storage module (rows come back as dicts).
@@ -33,6 +43,15 @@ Conn = psycopg.Connection[DictRow]
 TS_RANK_CEILING: Final = 0.1
 #: pgvector's limit: a ``vector`` has at most 16000 dimensions.
 MAX_DIM: Final = 16_000
+
+
+def one_row(
+    conn: Conn, query: str, params: Mapping[str, Any] | Sequence[Any], *, prepare: bool | None = None
+) -> DictRow:
+    """The single row a query must return."""
+    row = conn.execute(query, params, prepare=prepare).fetchone()
+    assert row is not None
+    return row
 
 
 def vector_dim(value: int) -> int:
