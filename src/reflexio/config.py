@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -137,22 +137,12 @@ class Settings:
         The original environment (provider keys included) plus every field, so values given
         as CLI flags reach a child, such as the worker process the server starts, too.
         """
-        return {
-            **self.environ,
-            "REFLEXIO_HOME": str(self.home),
-            "REFLEXIO_STORAGE_URL": self.storage_url,
-            "REFLEXIO_EMBEDDER": self.embedder,
-            "REFLEXIO_HOST": self.host,
-            "REFLEXIO_PORT": str(self.port),
-            "REFLEXIO_DEFAULT_ORG_ID": self.default_org_id,
-            "REFLEXIO_MAX_BODY_BYTES": str(self.max_body_bytes),
-            "REFLEXIO_WORKERS": str(self.workers),
-            "REFLEXIO_WORKER_PROCESS": "1" if self.worker_process else "0",
-            "REFLEXIO_JOB_POLL_SECONDS": str(self.job_poll_seconds),
-            "REFLEXIO_JOB_LEASE_SECONDS": str(self.job_lease_seconds),
-            "REFLEXIO_LLM_TIMEOUT_SECONDS": str(self.llm_timeout_seconds),
-            "REFLEXIO_LOG_LEVEL": self.log_level,
-        }
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in {"home", "environ"}}
+        derived = {
+            f"REFLEXIO_{name.upper()}": ("1" if value else "0") if isinstance(value, bool) else str(value)
+            for name, value in values.items()
+        }  # every field is read from REFLEXIO_<NAME> (see from_env)
+        return {**self.environ, "REFLEXIO_HOME": str(self.home), **derived}
 
     @property
     def run_dir(self) -> Path:
