@@ -11,7 +11,9 @@ that answer them.
 * Each conversation is one user. Its observation facts become that user's profiles, saved
   through ``Storage.save_learnings`` (so they are embedded and indexed exactly as in
   production); the session's date is indexed with each fact unless ``--no-date``. The
-  ``dia_id`` provenance is kept out of the indexed text, in the row's ``metadata``.
+  ``dia_id`` provenance is kept out of the indexed text, in the row's ``metadata``; a
+  session is recorded the way extraction records one, as the facts' shared ``request_id``
+  (which the search's cohesion lift reads; ``--cohesion 0`` turns the lift off).
 * Each question is asked as a profile search for its user through the service's ``rank``
   (the function behind every search route), with threshold 0 so that ranking, not the
   cut-off, is measured, and ``top_k`` 20, once per mode: full-text only, vector only, hybrid.
@@ -25,7 +27,8 @@ that answer them.
 * Robustness: a ``dia_id`` may be a string, a list, or malformed ("D8:6; D9:17",
   "D:11:26"); every ``D<session>:<turn>`` found in it counts, on facts and evidence alike.
 
-Options: ``--fusion calibrated|rrf`` (default: the service's), ``--modes``, ``--no-date``, and
+Options: ``--fusion calibrated|rrf`` and ``--cohesion W`` (default: the service's),
+``--modes``, ``--no-date``, and
 ``--storage URL`` to measure another backend (default ``memory://``; the SQLite backend ranks
 identically, PostgreSQL uses ``ts_rank`` for its full-text arm; a persistent store is cleared
 of the ``bench-locomo`` org before and after). On a busy machine, ``OPENBLAS_NUM_THREADS=1``
@@ -77,11 +80,12 @@ _SESSION = re.compile(r"session_(\d+)")
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One observation: its text, the turns it came from and its session's date."""
+    """One observation: its text, the turns it came from, its session and the session's date."""
 
     text: str
     dia_ids: tuple[str, ...]
     date: str
+    session: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,7 @@ def dia_ids(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _fact(entry: Any, date: str) -> Fact | None:
+def _fact(entry: Any, date: str, session: str) -> Fact | None:
     """A fact from ``[text, dia_id, ...]`` (or a bare string); None when there is no text."""
     ids: tuple[str, ...] = ()
     if isinstance(entry, str):
@@ -125,7 +129,7 @@ def _fact(entry: Any, date: str) -> Fact | None:
         text, ids = entry[0], dia_ids(list(entry[1:]))
     else:
         return None
-    return Fact(text.strip(), ids, date) if text.strip() else None
+    return Fact(text.strip(), ids, date, session) if text.strip() else None
 
 
 def _session_facts(key: str, observation: Any, dates: dict[str, Any]) -> Iterator[Fact]:
@@ -135,7 +139,7 @@ def _session_facts(key: str, observation: Any, dates: dict[str, Any]) -> Iterato
     groups = observation.values() if isinstance(observation, dict) else [observation]
     for entries in groups:
         for entry in entries if isinstance(entries, list) else []:
-            fact = _fact(entry, date)
+            fact = _fact(entry, date, key)
             if fact is not None:
                 yield fact
 
@@ -193,6 +197,7 @@ def profile_rows(conv: Conversation, with_date: bool) -> list[Learning]:
             content=fact.text,
             custom_features={"date": fact.date} if with_date and fact.date else None,
             metadata=json.dumps({"dia_ids": list(fact.dia_ids)}),
+            request_id=f"{conv.user_id}/{fact.session}" if fact.session else "",
         )
         for fact in conv.facts
     ]
@@ -205,11 +210,19 @@ def index(core: Core, conversations: Sequence[Conversation], with_date: bool) ->
             core.storage.save_learnings(profile_rows(conv, with_date), Audit(actor="bench"))
 
 
-def ask(core: Core, user_id: str, question: str, mode: str, fusion: str) -> list[tuple[str, ...]]:
+def ask(
+    core: Core, user_id: str, question: str, mode: str, fusion: str, cohesion: float
+) -> list[tuple[str, ...]]:
     """The dia_ids of each of the top-20 facts a profile search returns, best first."""
     where = LearningFilter(kinds=(LearningKind.PROFILE,), user_id=user_id, statuses=(LearningStatus.CURRENT,))
     plan = Plan(
-        text=question, filters=(where,), top_k=TOP_K, threshold=0.0, mode=SearchMode(mode), fusion=fusion
+        text=question,
+        filters=(where,),
+        top_k=TOP_K,
+        threshold=0.0,
+        mode=SearchMode(mode),
+        fusion=fusion,
+        cohesion=cohesion,
     )
     hits = rank(core, ORG, plan).hits[0]
     return [tuple(json.loads(row.metadata)["dia_ids"]) for row, _ in hits]
@@ -267,16 +280,15 @@ def summarise(rows: Sequence[Scored]) -> dict[str, Any]:
 
 
 def evaluate(
-    core: Core, conversations: Sequence[Conversation], mode: str, fusion: str, split: int
+    core: Core, conversations: Sequence[Conversation], mode: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     """Ask every question in one mode and summarise the metrics."""
     rows = []
     for position, conv in enumerate(conversations):
-        part = "tune" if position < split else "held_out"
+        part = "tune" if position < args.split else "held_out"
         for q in conv.questions:
-            rows.append(
-                Scored(q.category, part, score(q.gold, ask(core, conv.user_id, q.text, mode, fusion)))
-            )
+            ranked = ask(core, conv.user_id, q.text, mode, args.fusion, args.cohesion)
+            rows.append(Scored(q.category, part, score(q.gold, ranked)))
     return summarise(rows)
 
 
@@ -313,6 +325,7 @@ def run_info(
         "embedder": args.embedder,
         "embed_model": embed_name,
         "fusion": args.fusion,
+        "cohesion": args.cohesion,
         "date_indexed": not args.no_date,
         "top_k": TOP_K,
         "threshold": 0.0,
@@ -347,6 +360,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--fusion", default=Plan.__dataclass_fields__["fusion"].default, help="calibrated|rrf"
     )
+    parser.add_argument(
+        "--cohesion",
+        type=float,
+        default=Plan.__dataclass_fields__["cohesion"].default,
+        help="how far a strong hit lifts facts of its session (0: off)",
+    )
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument(
         "--storage", default="memory://", help="storage URL; a persistent one is cleared of the bench org"
@@ -371,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         seconds["index"] = round(time.perf_counter() - started, 2)
         for mode in args.modes:
             started = time.perf_counter()
-            results[mode] = evaluate(core, conversations, mode, args.fusion, args.split)
+            results[mode] = evaluate(core, conversations, mode, args)
             seconds[mode] = round(time.perf_counter() - started, 2)
         results["run"] = run_info(args, core.embedder.name, seconds, busy)
         clear(core)

@@ -13,6 +13,9 @@ full-text hit and the BM25 of every vector hit), so fusion never guesses a missi
   on LoCoMo (bench/locomo.py) it reaches hybrid Recall@10 0.757 with wordllama and 0.765 with
   MiniLM, against 0.777 and 0.810 for the calibrated fusion, which sees how far apart two
   candidates' scores are rather than only their order.
+
+After fusion, ``cohesion_boost`` lifts the siblings of the best hits: learnings extracted from
+the same request as a strong match (see its docstring for why and what it measured).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ from reflexio.models.prompt import estimate_tokens
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "COHESION_LEADERS",
+    "COHESION_WEIGHT",
     "DEFAULT_VECTOR_WEIGHT",
     "FusionWeights",
     "bm25_idf",
+    "cohesion_boost",
     "collapse_near_duplicates",
     "estimate_tokens",
     "fused_score",
@@ -54,6 +60,11 @@ RRF_K = 60
 # on its own (LoCoMo hybrid Recall@10 0.770 at 0.5 -> 0.777 at 0.4), and MiniLM's hybrid is
 # flat between the two (0.807 -> 0.810); bench/locomo.py.
 DEFAULT_VECTOR_WEIGHT = 0.4
+# Cohesion: how far a strong hit lifts the learnings extracted with it, and how many of the
+# best hits lead. Tuned on LoCoMo's first three conversations (hybrid Recall@10 0.825 ->
+# 0.847), checked on the other two (0.797 -> 0.833); bench/locomo.py.
+COHESION_WEIGHT = 0.3
+COHESION_LEADERS = 5
 
 T = TypeVar("T")
 
@@ -338,6 +349,38 @@ def rrf_scores(
             s += wf / (k + fts_rank)
         out.append(s / best)
     return out
+
+
+def cohesion_boost(
+    scores: Sequence[float],
+    groups: Sequence[str],
+    *,
+    weight: float = COHESION_WEIGHT,
+    leaders: int = COHESION_LEADERS,
+) -> list[float]:
+    """Lift each candidate toward 1 by the best leading score of its group.
+
+    The cluster hypothesis, applied to where learnings come from: learnings extracted from
+    one request (``groups``, empty for none) were learned from one stretch of conversation,
+    so when one of them answers a query well its siblings are likelier to matter than their
+    own words show. Evidence for a question usually sits in one conversation: on LoCoMo the
+    boost takes hybrid Recall@10 from 0.811 to 0.840, on tuning and held-out conversations
+    alike, and MRR does not drop. Spreading results across sessions instead cost up to ten
+    points.
+
+    The ``leaders`` best-scored candidates (ties keep input order) each give their group a
+    lift of ``weight`` times their score; a candidate takes its group's largest lift ``b``
+    as ``s + (1 - s) * b``, which stays in [0, 1] and never lowers a score. A candidate
+    with no group is never lifted, nor lifts others.
+    """
+    if weight <= 0 or leaders <= 0:
+        return list(scores)
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])[:leaders]
+    lift: dict[str, float] = {}
+    for i in order:
+        if groups[i]:
+            lift[groups[i]] = max(lift.get(groups[i], 0.0), weight * scores[i])
+    return [s + (1.0 - s) * lift.get(g, 0.0) if g else s for s, g in zip(scores, groups, strict=True)]
 
 
 @lru_cache(maxsize=16_384)

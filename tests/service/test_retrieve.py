@@ -15,6 +15,7 @@ from reflexio.embed import EmbedderUnavailable
 from reflexio.models import ConversationTurn, PlaybookStatus, UnifiedSearchRequest
 from reflexio.service import retrieve
 from reflexio.service.core import Core, open_core
+from reflexio.storage.filters import LearningFilter
 from reflexio.storage.records import Approval, Audit, Learning, LearningKind, LearningStatus
 from reflexio.testing import ScriptedLLM
 
@@ -134,6 +135,39 @@ def test_a_token_budget_keeps_the_best_learnings_that_fit(core: Core) -> None:
 def test_top_k_applies_per_kind(core: Core) -> None:
     result = ask(core, threshold=0.0, top_k=1)
     assert len(result.profiles) <= 1 and len(result.agent_playbooks) <= 1 and len(result.user_playbooks) <= 1
+
+
+def test_a_strong_hit_lifts_what_was_learned_with_it(core: Core) -> None:
+    """Siblings of the best hit (same request) outrank strangers that match a little better."""
+    core.storage.save_learnings(
+        [
+            Learning(
+                org_id="o", kind=P, user_id="u3", content="Training for a marathon in Berlin", request_id="r1"
+            ),
+            Learning(
+                org_id="o", kind=P, user_id="u3", content="Recovering from a shoulder injury", request_id="r1"
+            ),
+            Learning(
+                org_id="o", kind=P, user_id="u3", content="Recovering from a knee injury", request_id="r2"
+            ),
+        ],
+        Audit(),
+    )
+
+    def order(cohesion: float) -> list[str]:
+        where = LearningFilter(kinds=(P,), user_id="u3")
+        plan = retrieve.Plan(
+            text="marathon training injury", filters=(where,), top_k=3, threshold=0.0, cohesion=cohesion
+        )
+        return [row.content for row, _ in retrieve.rank(core, "o", plan).hits[0]]
+
+    lifted = order(retrieve.Plan.__dataclass_fields__["cohesion"].default)
+    assert lifted[0] == "Training for a marathon in Berlin"
+    # On its own words the stranger (a knee, for a marathon) matches better ...
+    plain = order(0.0)
+    assert plain.index("Recovering from a knee injury") < plain.index("Recovering from a shoulder injury")
+    # ... but the injury learned together with the marathon comes first.
+    assert lifted.index("Recovering from a shoulder injury") < lifted.index("Recovering from a knee injury")
 
 
 class _Down:

@@ -76,6 +76,8 @@ class Plan:
     max_tokens: int | None = None
     weights: ranking.FusionWeights = field(default_factory=ranking.FusionWeights)
     fusion: str = "calibrated"
+    #: How far a strong hit lifts the learnings extracted from its request (0 turns it off).
+    cohesion: float = ranking.COHESION_WEIGHT
 
 
 @dataclass(slots=True)
@@ -140,6 +142,12 @@ def _score(candidate: Candidate, plan: Plan) -> float:
 
 
 def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, float]]:
+    """The top_k of one filter's candidates: scored, cut, lifted by cohesion, deduplicated.
+
+    The threshold and the pool apply to a learning's own score, so a backend that drops what
+    falls below them (``CandidateQuery.floor`` and ``pool``) never changes the answer; the
+    cohesion lift then reorders the pool and is the score reported.
+    """
     scored = [(c.learning, _score(c, plan)) for c in group]
     scored = [
         (row, s)
@@ -148,6 +156,13 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
     ]
     scored.sort(key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id))
     pool = scored[: plan.top_k * POOL_FACTOR]
+    lifted = ranking.cohesion_boost(
+        [s for _, s in pool], [row.request_id for row, _ in pool], weight=plan.cohesion
+    )
+    pool = sorted(
+        ((row, s) for (row, _), s in zip(pool, lifted, strict=True)),
+        key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id),
+    )
     kept = ranking.collapse_near_duplicates(
         pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool], keep=plan.top_k
     )
