@@ -10,8 +10,8 @@ full-text hit and the BM25 of every vector hit), so fusion never guesses a missi
   score divided by the best BM25 the query could reach, giving a relevance in [0, 1] that a
   threshold can be applied to;
 * ``rrf_scores`` is reciprocal-rank fusion (k=60), kept for comparison in the benchmarks:
-  on LoCoMo (bench/locomo.py) it reaches hybrid Recall@10 0.757 with wordllama and 0.765 with
-  MiniLM, against 0.777 and 0.810 for the calibrated fusion, which sees how far apart two
+  on LoCoMo (bench/locomo.py) it reaches hybrid Recall@10 0.769 with wordllama and 0.779 with
+  MiniLM, against 0.798 and 0.829 for the calibrated fusion, which sees how far apart two
   candidates' scores are rather than only their order.
 
 After fusion, ``cohesion_boost`` lifts the siblings of the best hits: learnings extracted from
