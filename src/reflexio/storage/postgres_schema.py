@@ -1,4 +1,4 @@
-"""Opening a PostgreSQL schema: pgvector, numbered migrations, and the HNSW index when it pays.
+"""Opening a PostgreSQL schema: pgvector, numbered migrations, and HNSW indexes where they pay.
 
 Several processes may open the same database at once (API processes, ``reflexio worker``s), so
 migrations run in one transaction under an advisory lock keyed by the schema.
@@ -14,7 +14,8 @@ from psycopg.rows import dict_row
 from psycopg.types import TypeInfo
 
 from reflexio.errors import StorageError
-from reflexio.storage.postgres_search import Conn, one_row, vector_dim
+from reflexio.storage.postgres_search import Conn, hnsw_index, one_row, vector_dim
+from reflexio.storage.records import LearningKind
 from reflexio.storage.sql import migrations, queries
 
 __all__ = ["Schema", "migrate"]
@@ -28,16 +29,16 @@ _HNSW_MAX_DIM: Final = 2_000
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """What opening found: the vector type, filtered-scan support, dimensions with HNSW."""
+    """What opening found: the vector type, filtered-scan support, and the (dimension, kind)
+    pairs that have an HNSW index."""
 
     vector_type: TypeInfo
     iterative_scan: bool
-    hnsw_dims: frozenset[int]
+    hnsw: frozenset[tuple[int, LearningKind]]
 
 
 def migrate(url: str, dim: int, hnsw_min_rows: int | None) -> Schema:
     """Apply missing migrations under an advisory lock (several processes may open at once)."""
-    hnsw_dims: frozenset[int] = frozenset()
     with psycopg.connect(url, autocommit=True, row_factory=dict_row, connect_timeout=10) as conn:
         with conn.transaction():
             conn.execute(_Q["migration_lock"], {"namespace": _LOCK_NAMESPACE})
@@ -48,12 +49,11 @@ def migrate(url: str, dim: int, hnsw_min_rows: int | None) -> Schema:
                 if number not in done:
                     conn.execute(script.encode())
                     conn.execute(_Q["record_migration"], {"version": number})
-            if _ensure_hnsw(conn, dim, hnsw_min_rows):
-                hnsw_dims = frozenset({dim})
+            hnsw = _ensure_hnsw(conn, dim, hnsw_min_rows)
         info = TypeInfo.fetch(conn, "vector")
     if info is None:
         raise StorageError("the pgvector type 'vector' is not on the search_path")
-    return Schema(info, version >= (0, 8), hnsw_dims)
+    return Schema(info, version >= (0, 8), hnsw)
 
 
 def _ensure_vector(conn: Conn) -> tuple[int, ...]:
@@ -76,16 +76,28 @@ def _ensure_vector(conn: Conn) -> tuple[int, ...]:
     return tuple(int(part) for part in str(row["extversion"]).split(".") if part.isdigit())
 
 
-def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> bool:
-    """Build the HNSW index for ``dim`` once enough vectors of that dimension exist;
-    returns whether the index exists."""
+def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> frozenset[tuple[int, LearningKind]]:
+    """Build each kind's HNSW index for ``dim`` once that kind holds enough vectors of it;
+    returns the (dim, kind) pairs whose index exists.
+
+    Each kind has a graph of its own, so a search of one kind never walks past the others'
+    rows. The shared graph earlier versions built for all kinds is dropped once the per-kind
+    graphs are built (a kind still too small for one is served by exact scans, as it
+    would have been from the start).
+    """
     if not 1 <= vector_dim(dim) <= _HNSW_MAX_DIM:
-        return False
-    if one_row(conn, _Q["index_exists"], {"name": f"learnings_hnsw_{dim}"})["present"]:
-        return True
-    if min_rows is None:
-        return False
-    if min_rows > 0 and one_row(conn, _Q["count_dim"], {"dim": dim, "cap": min_rows})["n"] < min_rows:
-        return False
-    conn.execute(_Q["create_hnsw"].format(dim=vector_dim(dim)))
-    return True
+        return frozenset()
+    built: set[tuple[int, LearningKind]] = set()
+    for kind in LearningKind:
+        name = hnsw_index(dim, kind)
+        if not one_row(conn, _Q["index_exists"], {"name": name})["present"]:
+            if min_rows is None:
+                continue
+            enough = {"dim": dim, "kind": kind.value, "cap": min_rows}
+            if min_rows > 0 and one_row(conn, _Q["count_dim"], enough)["n"] < min_rows:
+                continue
+            conn.execute(_Q["create_hnsw"].format(dim=vector_dim(dim), kind=kind.value))
+        built.add((dim, kind))
+    if built:
+        conn.execute(_Q["drop_shared_hnsw"].format(dim=vector_dim(dim)))
+    return frozenset(built)

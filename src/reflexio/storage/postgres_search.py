@@ -21,7 +21,7 @@ from reflexio import search
 from reflexio.errors import ValidationError
 from reflexio.storage import rows
 from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
-from reflexio.storage.records import Vector
+from reflexio.storage.records import LearningKind, Vector
 from reflexio.storage.sql import POSTGRES, queries, where_learnings
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Conn",
     "SearchStatement",
     "candidate",
+    "hnsw_index",
     "one_row",
     "query_vector",
     "tsquery",
@@ -63,6 +64,11 @@ def vector_dim(value: int) -> int:
     return int(value)
 
 
+def hnsw_index(dim: int, kind: LearningKind) -> str:
+    """The name of the HNSW index over one kind's vectors of one dimension."""
+    return f"learnings_hnsw_{vector_dim(dim)}_{kind.value}"
+
+
 def tsquery(text: str) -> str | None:
     """An OR query over the text's content words, each quoted as one operand; PostgreSQL
     stems them with the english config (plainto_tsquery would AND them)."""
@@ -95,6 +101,8 @@ class SearchStatement:
     vector: Vector | None
     model: str
     limit: int
+    #: The one kind the filter selects (None for several or any): each kind has its own graph.
+    kind: LearningKind | None = None
 
     @classmethod
     def of(cls, org_id: str, where: LearningFilter, query: CandidateQuery) -> SearchStatement:
@@ -102,7 +110,8 @@ class SearchStatement:
         text = None if query.mode is SearchMode.VECTOR else tsquery(query.text)
         vector = query_vector(query)
         limit = max(0, query.limit)
-        return cls(org_id, where_sql, where_params, text, vector, query.embed_model, limit)
+        kind = where.kinds[0] if len(set(where.kinds)) == 1 else None
+        return cls(org_id, where_sql, where_params, text, vector, query.embed_model, limit, kind)
 
     def run(self, conn: Conn, *, hnsw: bool) -> list[DictRow]:
         """The candidates, each with both arms' scores and ranks."""

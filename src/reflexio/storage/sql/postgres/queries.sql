@@ -28,12 +28,24 @@ INSERT INTO schema_migrations (version) VALUES (%(version)s)
 SELECT to_regclass(%(name)s) IS NOT NULL AS present
 
 -- name: count_dim
-SELECT count(*) AS n FROM (SELECT 1 FROM learnings WHERE embed_dim = %(dim)s LIMIT %(cap)s) enough
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM learnings WHERE embed_dim = %(dim)s AND kind = %(kind)s LIMIT %(cap)s
+) enough
 
 -- name: create_hnsw
-CREATE INDEX IF NOT EXISTS learnings_hnsw_{dim} ON learnings
+-- One graph per kind and dimension: a search always filters on one kind, and a graph that
+-- also held the other kinds' rows made a filtered walk skip two nodes of three.
+CREATE INDEX IF NOT EXISTS learnings_hnsw_{dim}_{kind} ON learnings
 USING hnsw ((embedding::vector({dim})) vector_ip_ops) WITH (m = 16, ef_construction = 64)
-WHERE embed_dim = {dim}
+WHERE embed_dim = {dim} AND kind = '{kind}'
+
+-- name: drop_shared_hnsw
+-- The one graph per dimension that held every kind (before per-kind graphs).
+DROP INDEX IF EXISTS learnings_hnsw_{dim}
+
+-- name: index_rows
+-- How many rows an index holds, as last counted (CREATE INDEX, VACUUM, ANALYZE).
+SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = to_regclass(%(name)s)
 
 -- name: insert_request
 INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
@@ -148,13 +160,10 @@ embedding::vector({dim}) <#> %s::vector({dim})
 embedding <#> %s::vector({dim})
 
 -- name: scope_estimate
--- How many rows the planner expects in a scope, and in the table: the vector arm walks the
--- HNSW graph only for scopes that are big in both senses.
+-- How many rows the planner expects in a scope: the vector arm walks its kind's HNSW graph
+-- only for scopes that are big, absolutely and as a share of the graph (index_rows).
 EXPLAIN (FORMAT JSON)
 SELECT 1 FROM learnings WHERE org_id = %s AND ({where}) AND embed_model = %s AND embed_dim = {dim}
-
--- name: table_estimate
-SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = 'learnings'::regclass
 
 -- name: search_no_arm
 {name} AS (SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE FALSE)
