@@ -21,9 +21,11 @@ Why it is built this way:
   (``learnings_hnsw_<dim>_<kind>``) serves broad scopes and the btree scope indexes plus an
   exact sort serve narrow ones. The vector arm filters on the dimension as a literal so the
   partial index matches. One graph per kind because every search filters on one kind: with
-  one graph for all kinds, an agent version's rules (10k of 300k rows) took a walk past
-  ~54k rows and 78k buffers, then an exact rerun, 345 ms at p95; with its own graph,
-  2.7 ms. Keeping an HNSW graph current costs about 1 ms per inserted row (a 20k-row bulk
+  one graph for all kinds, finding an agent version's rules (10k of 300k rows) walked past
+  ~54k rows of other scopes, gave up short and fell back to an exact scan; in its kind's
+  own graph the walk takes ~3 ms (bench/search at 100k per kind: agent-playbook search p95
+  341 -> 64 ms, unified 338 -> 86 ms; the rest is the full-text arm ranking thousands of
+  matching rows). Keeping an HNSW graph current costs about 1 ms per inserted row (a 20k-row bulk
   save: 19 s instead of 0.7 s), which buys nothing below ~10k rows, so by default a kind's
   index is built on open once it holds ``hnsw_min_rows`` vectors of the embedder's
   dimension.
