@@ -25,10 +25,10 @@ Why it is built this way:
   ~54k rows of other scopes, gave up short and fell back to an exact scan; in its kind's
   own graph the walk takes ~3 ms (bench/search at 100k per kind: agent-playbook search p95
   341 -> 64 ms, unified 338 -> 86 ms; the rest is the full-text arm ranking thousands of
-  matching rows). Keeping an HNSW graph current costs about 1 ms per inserted row (a 20k-row bulk
-  save: 19 s instead of 0.7 s), which buys nothing below ~10k rows, so by default a kind's
-  index is built on open once it holds ``hnsw_min_rows`` vectors of the embedder's
-  dimension.
+  matching rows). Keeping an HNSW graph current costs about 1 ms per inserted row (a
+  20k-row bulk save: 19 s instead of 0.7 s), which buys nothing below ~10k rows, so by
+  default a kind's index is built on open once it holds ``hnsw_min_rows`` vectors of the
+  embedder's dimension.
 * **One connection per transaction.** Calls borrow from a ``psycopg_pool`` pool.
   ``transaction()`` binds one connection to the yielded view and to the calling thread, so
   every call inside the block, nested ones included, runs on it; each call inside a
