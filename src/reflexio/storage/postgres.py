@@ -102,6 +102,7 @@ from reflexio.storage.records import (
 from reflexio.storage.sql import (
     POSTGRES,
     queries,
+    where_events,
     where_interactions,
     where_learnings,
     where_requests,
@@ -524,19 +525,11 @@ class PostgresStorage(PostgresJobQueue):
         kinds: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        clauses, params = ["org_id = %s"], list[Any]([org_id])
-        for clause, value in (
-            ("learning_id = ANY(%s::bigint[])", None if learning_ids is None else list(learning_ids)),
-            ("user_id = %s", user_id),
-            ("kind = ANY(%s::text[])", None if kinds is None else [str(k) for k in kinds]),
-        ):  # fmt: skip
-            if value is not None:
-                clauses.append(clause)
-                params.append(value)
+        where, params = where_events(POSTGRES, learning_ids=learning_ids, user_id=user_id, kinds=kinds)
         with self._read() as conn:
             found = conn.execute(
-                f"SELECT * FROM learning_events WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
-                [*params, limit],
+                f"SELECT * FROM learning_events WHERE org_id = %s AND {where} ORDER BY id DESC LIMIT %s",
+                [org_id, *params, limit],
             ).fetchall()
         return [rows.event_from(r) for r in found]
 

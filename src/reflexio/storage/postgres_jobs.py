@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 import psycopg
 
 from reflexio.storage import common, rows, sql_jobs
 from reflexio.storage.postgres_search import Conn
 from reflexio.storage.records import Job, JobStatus, now
-from reflexio.storage.sql import queries
+from reflexio.storage.sql import POSTGRES, queries, where_jobs
 
 __all__ = ["PostgresJobQueue"]
 
@@ -95,20 +94,11 @@ class PostgresJobQueue(sql_jobs.SqlJobTransitions):
         key: str | None = None,
         limit: int = 100,
     ) -> list[Job]:
-        clauses, params = ["org_id = %s"], list[Any]([org_id])
-        for clause, value in (
-            ("status = ANY(%s::text[])", None if statuses is None else [s.value for s in statuses]),
-            ("request_id = %s", request_id),
-            ("task = %s", task),
-            ("key = %s", key),
-        ):  # fmt: skip
-            if value is not None:
-                clauses.append(clause)
-                params.append(value)
+        where, params = where_jobs(POSTGRES, statuses=statuses, request_id=request_id, task=task, key=key)
         with self._read() as conn:
             found = conn.execute(
-                f"SELECT * FROM jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s",
-                [*params, limit],
+                f"SELECT * FROM jobs WHERE org_id = %s AND {where} ORDER BY id DESC LIMIT %s",
+                [org_id, *params, limit],
             ).fetchall()
         return [rows.job_from(r) for r in found]
 

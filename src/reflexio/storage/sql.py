@@ -9,19 +9,22 @@ fragments; values always travel as parameters, never inside the SQL text.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import LearningKind
+from reflexio.storage.records import JobStatus, LearningKind
 
 __all__ = [
     "Dialect",
     "Queries",
     "migrations",
+    "where_events",
     "where_interactions",
+    "where_jobs",
     "where_learnings",
     "where_requests",
 ]
@@ -82,118 +85,127 @@ def migrations(dialect: str) -> list[tuple[int, str]]:
     return sorted(out)
 
 
+class _Where:
+    """AND-ed clauses with their parameters, in one dialect."""
+
+    def __init__(self, d: Dialect) -> None:
+        self.d = d
+        self.clauses: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, sql: str, *values: Any) -> None:
+        self.clauses.append(sql)
+        self.params.extend(values)
+
+    def equal(self, column: str, value: Any, op: str = "=") -> None:
+        """``column op value``, unless the value is None (no condition)."""
+        if value is not None:
+            self.add(f"{column} {op} {self.d.param}", value)
+
+    def among(self, column: str, values: Sequence[Any] | None) -> None:
+        """``column IN (values)`` (an empty list matches nothing), unless None."""
+        if values is None:
+            return
+        if values:
+            self.add(f"{column} IN ({self.d.params(len(values))})", *values)
+        else:
+            self.add("FALSE")
+
+    def compiled(self) -> tuple[str, list[Any]]:
+        return " AND ".join(self.clauses) or "TRUE", self.params
+
+
 def where_learnings(f: LearningFilter, d: Dialect, now: int | None = None) -> tuple[str, list[Any]]:
     """Compile a learning filter to a WHERE fragment (without the org condition)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def add(sql: str, *values: Any) -> None:
-        clauses.append(sql)
-        params.extend(values)
-
+    w = _Where(d)
     if f.kinds:
-        add(f"kind IN ({d.params(len(f.kinds))})", *[k.value for k in f.kinds])
-    if f.ids is not None:
-        _in(add, "id", list(f.ids), d)
-    if f.profile_ids is not None:
-        _in(add, "profile_id", list(f.profile_ids), d)
-    for column, value in (
-        ("user_id", f.user_id),
-        ("agent_version", f.agent_version),
-        ("playbook_name", f.playbook_name),
-        ("request_id", f.request_id),
-    ):
-        if value is not None:
-            add(f"{column} = {d.param}", value)
-    if f.statuses is not None:
-        _in(add, "status", [s.value for s in f.statuses], d)
+        w.among("kind", [k.value for k in f.kinds])
+    w.among("id", f.ids)
+    w.among("profile_id", f.profile_ids)
+    for column in ("user_id", "agent_version", "playbook_name", "request_id"):
+        w.equal(column, getattr(f, column))
+    w.among("status", None if f.statuses is None else [s.value for s in f.statuses])
     if f.approvals is not None:
         approvals = [a.value for a in f.approvals]
         inner = f"approval IN ({d.params(len(approvals))})" if approvals else "FALSE"
-        add(f"(kind <> {d.param} OR {inner})", LearningKind.AGENT_PLAYBOOK.value, *approvals)
+        w.add(f"(kind <> {d.param} OR {inner})", LearningKind.AGENT_PLAYBOOK.value, *approvals)
     if f.source is not None:
-        add(f"lower(coalesce(source, '')) = {d.param}", f.source.lower())
+        w.add(f"lower(coalesce(source, '')) = {d.param}", f.source.lower())
     if f.tags is not None:
-        _tags(add, list(f.tags), d)
-    _ranges(add, f, d)
-    return " AND ".join(clauses) or "TRUE", params
+        _tags(w, list(f.tags))
+    w.equal("created_at", f.created_after, ">=")
+    w.equal("created_at", f.created_before, "<=")
+    w.equal("updated_at", f.updated_after, ">=")
+    w.equal("updated_at", f.updated_before, "<=")
+    w.equal("expires_at", f.active_at, ">")
+    w.equal("expires_at", f.expired_at, "<=")
+    return w.compiled()
 
 
-def _in(add: Any, column: str, values: list[Any], d: Dialect) -> None:
-    if not values:
-        add("FALSE")
-    else:
-        add(f"{column} IN ({d.params(len(values))})", *values)
-
-
-def _tags(add: Any, tags: list[str], d: Dialect) -> None:
+def _tags(w: _Where, tags: list[str]) -> None:
     if not tags:
-        add("FALSE")
-    elif d is POSTGRES:
-        add("tags && %s::text[]", tags)
+        w.add("FALSE")
+    elif w.d is POSTGRES:
+        w.add("tags && %s::text[]", tags)
     else:
-        add(f"EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN ({d.params(len(tags))}))", *tags)
-
-
-def _ranges(add: Any, f: LearningFilter, d: Dialect) -> None:
-    for column, op, value in (
-        ("created_at", ">=", f.created_after),
-        ("created_at", "<=", f.created_before),
-        ("updated_at", ">=", f.updated_after),
-        ("updated_at", "<=", f.updated_before),
-        ("expires_at", ">", f.active_at),
-        ("expires_at", "<=", f.expired_at),
-    ):
-        if value is not None:
-            add(f"{column} {op} {d.param}", value)
+        w.add(f"EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN ({w.d.params(len(tags))}))", *tags)
 
 
 def where_interactions(f: InteractionFilter, d: Dialect) -> tuple[str, list[Any]]:
     """Compile an interaction filter to a WHERE fragment (without the org condition)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def add(sql: str, *values: Any) -> None:
-        clauses.append(sql)
-        params.extend(values)
-
-    if f.ids is not None:
-        _in(add, "id", list(f.ids), d)
-    if f.request_ids is not None:
-        _in(add, "request_id", list(f.request_ids), d)
-    for column, op, value in (
-        ("user_id", "=", f.user_id),
-        ("session_id", "=", f.session_id),
-        ("id", ">", f.after_id),
-        ("id", "<=", f.up_to_id),
-        ("created_at", ">=", f.created_after),
-        ("created_at", "<=", f.created_before),
-    ):
-        if value is not None:
-            add(f"{column} {op} {d.param}", value)
-    return " AND ".join(clauses) or "TRUE", params
+    w = _Where(d)
+    w.among("id", f.ids)
+    w.among("request_id", f.request_ids)
+    w.equal("user_id", f.user_id)
+    w.equal("session_id", f.session_id)
+    w.equal("id", f.after_id, ">")
+    w.equal("id", f.up_to_id, "<=")
+    w.equal("created_at", f.created_after, ">=")
+    w.equal("created_at", f.created_before, "<=")
+    return w.compiled()
 
 
 def where_requests(f: RequestFilter, d: Dialect) -> tuple[str, list[Any]]:
     """Compile a request filter to a WHERE fragment (without the org condition)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def add(sql: str, *values: Any) -> None:
-        clauses.append(sql)
-        params.extend(values)
-
-    if f.request_ids is not None:
-        _in(add, "request_id", list(f.request_ids), d)
-    for column, op, value in (
-        ("user_id", "=", f.user_id),
-        ("session_id", "=", f.session_id),
-        ("agent_version", "=", f.agent_version),
-        ("created_at", ">=", f.created_after),
-        ("created_at", "<=", f.created_before),
-    ):
-        if value is not None:
-            add(f"{column} {op} {d.param}", value)
+    w = _Where(d)
+    w.among("request_id", f.request_ids)
+    w.equal("user_id", f.user_id)
+    w.equal("session_id", f.session_id)
+    w.equal("agent_version", f.agent_version)
+    w.equal("created_at", f.created_after, ">=")
+    w.equal("created_at", f.created_before, "<=")
     if f.source is not None:
-        add(f"lower(source) = {d.param}", f.source.lower())
-    return " AND ".join(clauses) or "TRUE", params
+        w.add(f"lower(source) = {d.param}", f.source.lower())
+    return w.compiled()
+
+
+def where_jobs(
+    d: Dialect,
+    *,
+    statuses: Sequence[JobStatus] | None,
+    request_id: str | None,
+    task: str | None,
+    key: str | None,
+) -> tuple[str, list[Any]]:
+    """The WHERE fragment of ``Storage.list_jobs`` (without the org condition)."""
+    w = _Where(d)
+    w.among("status", None if statuses is None else [s.value for s in statuses])
+    w.equal("request_id", request_id)
+    w.equal("task", task)
+    w.equal("key", key)
+    return w.compiled()
+
+
+def where_events(
+    d: Dialect,
+    *,
+    learning_ids: Sequence[int] | None,
+    user_id: str | None,
+    kinds: Sequence[str] | None,
+) -> tuple[str, list[Any]]:
+    """The WHERE fragment of ``Storage.list_events`` (without the org condition)."""
+    w = _Where(d)
+    w.among("learning_id", None if learning_ids is None else list(learning_ids))
+    w.equal("user_id", user_id)
+    w.among("kind", None if kinds is None else [str(k) for k in kinds])
+    return w.compiled()

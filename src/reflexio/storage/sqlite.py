@@ -51,6 +51,7 @@ from reflexio.storage.sql import (
     SQLITE,
     migrations,
     queries,
+    where_events,
     where_interactions,
     where_learnings,
     where_requests,
@@ -491,22 +492,10 @@ class SqliteStorage(SqliteJobQueue):
         kinds: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        clauses: list[str] = ["org_id = ?"]
-        params: list[Any] = [org_id]
-        if learning_ids is not None:
-            clauses.append(
-                f"learning_id IN ({SQLITE.params(len(learning_ids))})" if learning_ids else "FALSE"
-            )
-            params.extend(learning_ids)
-        if user_id is not None:
-            clauses.append("user_id = ?")
-            params.append(user_id)
-        if kinds is not None:
-            clauses.append(f"kind IN ({SQLITE.params(len(kinds))})" if kinds else "FALSE")
-            params.extend(kinds)
+        where, params = where_events(SQLITE, learning_ids=learning_ids, user_id=user_id, kinds=kinds)
         found = self._conn().execute(
-            f"SELECT * FROM learning_events WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?",
-            [*params, limit],
+            f"SELECT * FROM learning_events WHERE org_id = ? AND {where} ORDER BY id DESC LIMIT ?",
+            [org_id, *params, limit],
         )
         return [rows.event_from(r) for r in found]
 

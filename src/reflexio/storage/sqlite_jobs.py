@@ -12,11 +12,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 from reflexio.storage import common, rows, sql_jobs
 from reflexio.storage.records import Job, JobStatus, now
-from reflexio.storage.sql import SQLITE, queries
+from reflexio.storage.sql import SQLITE, queries, where_jobs
 
 __all__ = ["SqliteJobQueue"]
 
@@ -97,18 +96,10 @@ class SqliteJobQueue(sql_jobs.SqlJobTransitions):
         key: str | None = None,
         limit: int = 100,
     ) -> list[Job]:
-        clauses = ["org_id = ?"]
-        params: list[Any] = [org_id]
-        if statuses is not None:
-            clauses.append(f"status IN ({SQLITE.params(len(statuses))})" if statuses else "FALSE")
-            params.extend(s.value for s in statuses)
-        for column, value in (("request_id", request_id), ("task", task), ("key", key)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
+        where, params = where_jobs(SQLITE, statuses=statuses, request_id=request_id, task=task, key=key)
         found = self._conn().execute(
-            f"SELECT * FROM jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?",
-            [*params, limit],
+            f"SELECT * FROM jobs WHERE org_id = ? AND {where} ORDER BY id DESC LIMIT ?",
+            [org_id, *params, limit],
         )
         return [rows.job_from(r) for r in found]
 
