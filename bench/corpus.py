@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from reflexio.embed import Embedder
-from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus
+from reflexio.records import Approval, Learning, LearningKind, LearningStatus
 
 
 def _words(text: str) -> list[str]:

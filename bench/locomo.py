@@ -62,11 +62,11 @@ from typing import Any
 import numpy as np
 
 from reflexio.config import Settings
+from reflexio.filters import LearningFilter
 from reflexio.models import SearchMode
+from reflexio.records import Audit, Learning, LearningKind, LearningStatus
 from reflexio.service.core import Core, open_core
-from reflexio.service.retrieve import Plan, rank
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, Learning, LearningKind, LearningStatus
+from reflexio.service.search import Plan, rank
 
 MODES = ("fts", "vector", "hybrid")
 CUTOFFS = (5, 10, 20)

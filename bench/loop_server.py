@@ -37,7 +37,7 @@ def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], tuple[int, 
         )
         core = open_core(settings)
         if extractor == "llm":
-            core.extras["llm"] = rules_script()
+            core.llm = rules_script()
 
         def usage() -> tuple[int, int]:
             summary = core.storage.llm_usage(DEFAULT_ORG_ID)

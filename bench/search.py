@@ -11,7 +11,7 @@ tombstoned, expired or rejected as in a deployment that has been learning for a 
 Every measurement runs in a fresh child process (seeding in another one before it), so peak
 RSS and the cold first search (which builds the SQLite backend's in-memory index) belong to
 that size alone; on PostgreSQL the HNSW index is dropped first, so "open" includes its build.
-Latency is measured through ``reflexio.service.retrieve``, unified search with user_id and
+Latency is measured through ``reflexio.service.search``, unified search with user_id and
 agent_version set, each query a distinct (user, agent version, text) so no search repeats an
 earlier one; the query vector is already cached and the query embedding is timed on its own,
 uncached (a real first-time query costs both). Databases are seeded once into
@@ -38,16 +38,16 @@ import numpy as np
 
 from bench import corpus
 from reflexio.config import Settings
+from reflexio.filters import LearningFilter
 from reflexio.models import (
     SearchAgentPlaybookRequest,
     SearchUserPlaybookRequest,
     SearchUserProfileRequest,
     UnifiedSearchRequest,
 )
-from reflexio.service import retrieve
+from reflexio.records import Audit
+from reflexio.service import search
 from reflexio.service.core import Core, open_core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".tmp" / "bench-search"
@@ -145,15 +145,15 @@ def requests(kind: str, q: corpus.Query) -> Callable[[Core], object]:
     """One service call of ``kind`` for query ``q`` in its scope."""
     if kind == "unified":
         req: Any = UnifiedSearchRequest(query=q.text, user_id=q.user_id, agent_version=q.agent_version)
-        return lambda core: retrieve.search(core, ORG, req)
+        return lambda core: search.search(core, ORG, req)
     if kind == "profiles":
         p = SearchUserProfileRequest(query=q.text, user_id=q.user_id)
-        return lambda core: retrieve.search_profiles(core, ORG, p)
+        return lambda core: search.search_profiles(core, ORG, p)
     if kind == "user_playbooks":
         u = SearchUserPlaybookRequest(query=q.text, user_id=q.user_id)
-        return lambda core: retrieve.search_user_playbooks(core, ORG, u)
+        return lambda core: search.search_user_playbooks(core, ORG, u)
     a = SearchAgentPlaybookRequest(query=q.text, agent_version=q.agent_version)
-    return lambda core: retrieve.search_agent_playbooks(core, ORG, a)
+    return lambda core: search.search_agent_playbooks(core, ORG, a)
 
 
 def time_embedding(core: Core, queries: list[corpus.Query]) -> dict[str, float]:

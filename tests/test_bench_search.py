@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench import corpus, search
 
-from reflexio.storage.records import LearningKind
+from reflexio.records import LearningKind
 
 
 def test_a_tiny_run_reports_every_kind_percentiles_rss_and_build_time(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reflexio.search import cohesion_boost
+from reflexio.ranking import cohesion_boost
 
 
 def test_a_strong_hit_lifts_its_siblings_past_an_equal_stranger() -> None:

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from reflexio.errors import ReflexioError
+from reflexio.records import Job
 from reflexio.storage import Storage
-from reflexio.storage.records import Job
 
 __all__ = [
     "Backoff",

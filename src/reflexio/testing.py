@@ -23,7 +23,7 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from reflexio import search
+from reflexio import ranking
 from reflexio.learn.llm_extract import is_agent, is_user
 from reflexio.llm import LLMCall, LLMResult, Usage
 
@@ -228,8 +228,8 @@ def rules_script() -> ScriptedLLM:
 
 def _nearest(proposal: Any, rows: Sequence[Any], limit: int = 5) -> list[Any]:
     """Known learnings that share words with the proposal, most overlapping first."""
-    words = search.word_set(proposal.text)
-    scored = [(search.jaccard(words, search.word_set(row.search_text)), row) for row in rows]
+    words = ranking.word_set(proposal.text)
+    scored = [(ranking.jaccard(words, ranking.word_set(row.search_text)), row) for row in rows]
     return [row for score, row in sorted(scored, key=lambda pair: -pair[0]) if score > 0.1][:limit]
 
 
@@ -237,7 +237,7 @@ def _verdict(judge: Any, proposal: Any, near: Sequence[Any]) -> tuple[str, int |
     if not near:
         return "add", None
     if judge is None:
-        same = search.jaccard(search.word_set(proposal.text), search.word_set(near[0].search_text)) >= 0.8
+        same = ranking.jaccard(ranking.word_set(proposal.text), ranking.word_set(near[0].search_text)) >= 0.8
         return ("keep", near[0].id) if same else ("add", None)
     decision = judge.decide([proposal], [list(near)])[0]
     verdict = str(decision.verdict.value)

@@ -17,12 +17,12 @@ from starlette.testclient import TestClient
 from reflexio import AsyncReflexioClient
 from reflexio.client import _generation
 from reflexio.errors import ConflictError
+from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker, WorkerPool
+from reflexio.records import LearningKind, LearningStatus
 from reflexio.service.core import Core
 from reflexio.service.rerun import RERUN
 from reflexio.service.workers import handlers
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import LearningKind, LearningStatus
 from tests.api.support import LOOPBACK, failed, ok
 
 CONVERSATION = [

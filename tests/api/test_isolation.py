@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
 from reflexio.models import RerunProfileGenerationRequest
+from reflexio.records import Audit, EvaluationRecord, Learning, LearningKind, LearningStatus
 from reflexio.service import generation, keys
 from reflexio.service.core import Core
-from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import Audit, EvaluationRecord, Learning, LearningKind, LearningStatus
 from tests.api.support import agent_playbook, make_client, ok, profile, publish_body, user_playbook
 
 A, B = "org-a", "org-b"

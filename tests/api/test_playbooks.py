@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from reflexio.filters import LearningFilter
+from reflexio.records import Audit, LearningKind, LearningStatus
 from reflexio.service.core import Core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, LearningKind, LearningStatus
 from tests.api.support import agent_playbook, failed, ok, user_playbook
 
 

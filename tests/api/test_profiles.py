@@ -7,9 +7,9 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from reflexio.filters import LearningFilter
+from reflexio.records import Audit, LearningKind, LearningStatus
 from reflexio.service.core import Core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, LearningKind, LearningStatus
 from tests.api.support import failed, ok, profile
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
+from reflexio.filters import LearningFilter
+from reflexio.records import Audit, EvaluationRecord, LearningKind, LearningStatus
 from reflexio.service.core import Core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, EvaluationRecord, LearningKind, LearningStatus
 from tests.api.support import agent_playbook, failed, ok, profile, publish_body, user_playbook
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from reflexio.config import Settings
 from reflexio.models import InteractionData, PublishUserInteractionRequest
+from reflexio.records import JobStatus
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
-from reflexio.storage.records import JobStatus
 
 ORG = "self-host-org"
 

@@ -23,11 +23,11 @@ import pytest
 from tests.conftest import storage_url
 
 from reflexio.config import Settings
+from reflexio.filters import InteractionFilter, LearningFilter
 from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
+from reflexio.records import JobStatus
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
-from reflexio.storage.filters import InteractionFilter, LearningFilter
-from reflexio.storage.records import JobStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 USERS = [f"user{i}" for i in range(12)]

@@ -14,16 +14,16 @@ from tests.support.echo import echo
 
 from reflexio.config import Settings
 from reflexio.errors import StorageError
+from reflexio.filters import InteractionFilter, LearningFilter
 from reflexio.jobs import Backoff, JobContext, LeaseLost, PermanentJobError, Worker, WorkerPool
 from reflexio.learn.changes import Changes
 from reflexio.learn.windows import Window, plan_windows, run_extraction
 from reflexio.models import InteractionData, PublishUserInteractionRequest
 from reflexio.models.org_config import Config
+from reflexio.records import EvaluationRecord, InteractionRecord, Job, JobStatus, LearningKind
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
 from reflexio.storage import Storage
-from reflexio.storage.filters import InteractionFilter, LearningFilter
-from reflexio.storage.records import EvaluationRecord, InteractionRecord, Job, JobStatus, LearningKind
 
 
 @pytest.fixture(params=BACKENDS)

@@ -39,7 +39,7 @@ from reflexio.models import (
 from reflexio.models.entities import ToolUsed
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
-from reflexio.service.retrieve import search
+from reflexio.service.search import search
 
 ORG = "harness"
 DEV_SCENARIOS = Path("/work/shared/data/scenarios")
@@ -183,7 +183,7 @@ def _play(core: Core, scenario: dict[str, Any], feedback_mode: str) -> Metrics:
 
 
 def _all(core: Core) -> list[Any]:
-    from reflexio.storage.filters import LearningFilter
+    from reflexio.filters import LearningFilter
 
     return list(core.storage.list_learnings(ORG, LearningFilter(), limit=500))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reflexio.learn.evaluate import judge_turns, sampled
-from reflexio.storage.records import InteractionRecord
+from reflexio.records import InteractionRecord
 
 
 def turn(role: str, content: str, tools: list[dict[str, Any]] | None = None) -> InteractionRecord:

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from reflexio.embed import Embedder
+from reflexio.filters import LearningFilter
 from reflexio.learn.changes import Changes, apply_changes
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, learn_window
 from reflexio.learn.rules import RuleJudge, RuleProposer
 from reflexio.learn.windows import Window
 from reflexio.models.org_config import Config
+from reflexio.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
 from reflexio.storage import Storage, open_storage
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
 
 PROFILE, PLAYBOOK = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK
 BOTH = (PROFILE, PLAYBOOK)

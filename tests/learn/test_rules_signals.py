@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from reflexio.learn.rules_signals import Signal, read_message
+from reflexio.learn.rules.signals import Signal, read_message
 
 
 def signals(text: str, *, reacting: bool = True, kind: str | None = None) -> list[Signal]:

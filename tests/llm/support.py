@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reflexio.learn.windows import Window
-from reflexio.storage.records import InteractionRecord
+from reflexio.records import InteractionRecord
 
 
 def turn(turn_id: int, role: str, content: str = "", **fields: Any) -> InteractionRecord:

@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 
 from reflexio.config import Settings
+from reflexio.filters import LearningFilter
 from reflexio.jobs import JobContext, Worker
 from reflexio.learn.llm_extract import window_learner
 from reflexio.learn.usage import metered
 from reflexio.learn.windows import run_extraction
 from reflexio.models import InteractionData, PublishUserInteractionRequest, UnifiedSearchRequest
+from reflexio.records import JobStatus, LearningKind, LearningStatus
 from reflexio.service import publish as pub
-from reflexio.service import retrieve
+from reflexio.service import search as retrieval
 from reflexio.service.core import Core, open_core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import JobStatus, LearningKind, LearningStatus
 from reflexio.testing import ScriptedLLM
 from tests.conftest import BACKENDS, storage_url
 
@@ -110,7 +110,9 @@ def drain(core: Core, llm: ScriptedLLM) -> None:
 
 
 def search(core: Core, query: str) -> Any:
-    return retrieve.search(core, ORG, UnifiedSearchRequest(query=query, user_id="u1", agent_version="shop@1"))
+    return retrieval.search(
+        core, ORG, UnifiedSearchRequest(query=query, user_id="u1", agent_version="shop@1")
+    )
 
 
 def test_learn_through_the_llm_seam_then_supersede(core: Core) -> None:

@@ -15,7 +15,7 @@ from reflexio.learn.llm_extract import (
 from reflexio.learn.pipeline import LearnContext, Proposal, Verdict
 from reflexio.llm import LLMOutputError
 from reflexio.models.org_config import Config
-from reflexio.storage.records import Learning, LearningKind
+from reflexio.records import Learning, LearningKind
 from reflexio.testing import ScriptedLLM
 from tests.llm.support import turn, window
 

@@ -9,8 +9,8 @@ from reflexio.learn.llm_extract import window_learner
 from reflexio.learn.reformulate import rewrite_query
 from reflexio.models.api_search import ConversationTurn
 from reflexio.models.org_config import Config
+from reflexio.records import InteractionRecord, RequestRecord
 from reflexio.storage.memory import MemoryStorage
-from reflexio.storage.records import InteractionRecord, RequestRecord
 from reflexio.testing import rules_script
 from tests.llm.support import turn, window
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import BACKENDS, storage_url
 
 from reflexio.config import Settings
 from reflexio.errors import ConflictError, ValidationError
+from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.llm import LLMCall, LLMError, LLMResult
@@ -31,14 +31,14 @@ from reflexio.models import (
     UpgradeProfilesRequest,
     UpgradeUserPlaybooksRequest,
 )
+from reflexio.records import Audit, JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.service import generation, versions
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
 from reflexio.service.rerun import RERUN, pending_only
 from reflexio.service.workers import handlers
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.testing import rules_script
+from tests.conftest import BACKENDS, storage_url
 
 ORG = "o"
 LAPTOP = [
@@ -135,7 +135,7 @@ def test_progress_is_visible_while_and_after_running(core: Core) -> None:
             seen.append(status(core))
             return script.complete(call)
 
-    core.extras["llm"] = Observing()
+    core.llm = Observing()
     generation.rerun_profile_generation(core, ORG, RerunProfileGenerationRequest())
     queued = status(core)
     assert queued.status is OperationStatus.IN_PROGRESS and queued.total_users == 0
@@ -166,7 +166,7 @@ def test_a_user_that_fails_is_reported_and_every_user_failing_fails_the_job(core
                 raise LLMError("provider down")
             return script.complete(call)
 
-    core.extras["llm"] = Flaky()
+    core.llm = Flaky()
     rerun_profiles(core)
     done = status(core)
     assert done.status is OperationStatus.COMPLETED and (done.processed_users, done.failed_users) == (1, 1)

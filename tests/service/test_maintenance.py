@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import BACKENDS, storage_url
 
 from reflexio.config import Settings
+from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.models import UnifiedSearchRequest
-from reflexio.service import maintenance, retrieve
+from reflexio.records import Audit, JobStatus, Learning, LearningKind, LearningStatus
+from reflexio.service import maintenance, search
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import handlers
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, JobStatus, Learning, LearningKind, LearningStatus
+from tests.conftest import BACKENDS, storage_url
 
 
 @pytest.fixture(params=BACKENDS)
@@ -42,7 +42,7 @@ def test_expired_profiles_are_hidden_then_archived_with_history(core: Core) -> N
         ],
         Audit(),
     )
-    found = retrieve.search(core, "o", UnifiedSearchRequest(query="Paris", user_id="u", threshold=0.0))
+    found = search.search(core, "o", UnifiedSearchRequest(query="Paris", user_id="u", threshold=0.0))
     assert [p.content for p in found.profiles] == ["Lives in Paris"]  # hidden at once
 
     assert core.storage.list_orgs() == ["o"]

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import BACKENDS, storage_url
 
 from reflexio.config import Settings
+from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.models import (
     FinalizeSessionRequest,
@@ -17,13 +17,13 @@ from reflexio.models import (
     PublishUserInteractionRequest,
     UnifiedSearchRequest,
 )
+from reflexio.records import JobStatus, LearningKind
 from reflexio.service import publish as pub
-from reflexio.service import retrieve
+from reflexio.service import search
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import handlers
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import JobStatus, LearningKind
 from reflexio.testing import rules_script
+from tests.conftest import BACKENDS, storage_url
 
 
 @pytest.fixture(params=BACKENDS)
@@ -62,11 +62,11 @@ LAPTOP = [
 @pytest.mark.parametrize("with_llm", [False, True], ids=["rules", "scripted-llm"])
 def test_a_correction_becomes_learnings_that_search_serves(core: Core, with_llm: bool) -> None:
     if with_llm:
-        core.extras["llm"] = rules_script()
+        core.llm = rules_script()
     request_id = converse(core, "u1", "s1", LAPTOP)
     drain(core)
     assert pub.learning_status(core, "o", request_id).status == "done"
-    found = retrieve.search(
+    found = search.search(
         core,
         "o",
         UnifiedSearchRequest(

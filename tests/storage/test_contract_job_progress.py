@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from reflexio.records import Job, JobStatus
 from reflexio.storage import Storage
-from reflexio.storage.records import Job, JobStatus
 
 REPORT = {"total_users": 3, "processed_user_ids": ["u1"], "stats": {"generated": 2}, "ok": True}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from reflexio.records import Job, JobStatus
 from reflexio.storage import Storage
 from reflexio.storage.common import LEASE_EXPIRED
-from reflexio.storage.records import Job, JobStatus
 
 
 def job(task: str = "extract", key: str | None = "u1", **kw: object) -> Job:

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from reflexio.errors import ConflictError, NotFoundError, ValidationError
-from reflexio.storage import Storage
-from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
-from reflexio.storage.records import (
+from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import (
     Approval,
     Audit,
     Learning,
     LearningKind,
     LearningStatus,
 )
+from reflexio.storage import Storage
 
 P, U, A = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK, LearningKind.AGENT_PLAYBOOK
 

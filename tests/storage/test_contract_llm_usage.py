@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from reflexio.records import LLMUsageRecord
 from reflexio.storage import Storage
-from reflexio.storage.records import LLMUsageRecord
 
 
 def usage(org: str = "o1", role: str = "extraction", **fields: object) -> LLMUsageRecord:

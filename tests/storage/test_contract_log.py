@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reflexio.errors import ConflictError
-from reflexio.storage import Storage
-from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import (
+from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
+from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
@@ -18,6 +17,7 @@ from reflexio.storage.records import (
     LearningKind,
     RequestRecord,
 )
+from reflexio.storage import Storage
 
 
 def publish(
@@ -266,6 +266,6 @@ def test_clear_user_removes_everything_of_that_user_only(storage: Storage) -> No
 
 
 def _fts(text: str):  # type: ignore[no-untyped-def]
-    from reflexio.storage.filters import CandidateQuery, SearchMode
+    from reflexio.filters import CandidateQuery, SearchMode
 
     return CandidateQuery(filters=(LearningFilter(),), text=text, mode=SearchMode.FTS)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from reflexio.embed import open_embedder
+from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import Audit, Learning, LearningKind
 from reflexio.storage import Storage
-from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
-from reflexio.storage.records import Audit, Learning, LearningKind
 
 
 def test_vectors_of_a_previous_embedder_are_refreshed_without_touching_history(storage: Storage) -> None:

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from reflexio import search
-from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio import ranking
+from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.storage.index import Hit, IndexRow, LearningIndex
-from reflexio.storage.records import Approval, LearningKind, LearningStatus
 
 WORDS = [
     "coffee",
@@ -183,7 +183,7 @@ def test_a_floor_leaves_out_exactly_the_hits_the_caller_would_drop() -> None:
     base = CandidateQuery(filters=tuple(FILTERS), text="coffee tax order", vector=vector, embed_model="m")
 
     def fused(hit: Hit) -> float:
-        return search.fused_score(hit.vector_score, hit.fts_norm)
+        return ranking.fused_score(hit.vector_score, hit.fts_norm)
 
     everything = index.search(base, NOW)
     floored = index.search(replace(base, floor=0.3), NOW)
@@ -201,13 +201,13 @@ def test_batch_fusion_agrees_with_one_at_a_time() -> None:
     rng = random.Random(5)
     vec = np.asarray([rng.uniform(-0.2, 1.1) for _ in range(50)] + [np.nan] * 5)
     fts = np.asarray([rng.uniform(0, 1) for _ in range(55)])
-    weights = search.FusionWeights(vector=0.3, fts=0.5)
-    batch = search.fused_scores(vec, fts, weights)
+    weights = ranking.FusionWeights(vector=0.3, fts=0.5)
+    batch = ranking.fused_scores(vec, fts, weights)
     one = [
-        search.fused_score(None if v != v else float(v), float(f), weights)
+        ranking.fused_score(None if v != v else float(v), float(f), weights)
         for v, f in zip(vec, fts, strict=True)
     ]
     assert np.allclose(batch, one)
     assert np.allclose(
-        search.fused_scores(vec[:3], None), [search.fused_score(float(v), None) for v in vec[:3]]
+        ranking.fused_scores(vec[:3], None), [ranking.fused_score(float(v), None) for v in vec[:3]]
     )

@@ -11,10 +11,10 @@ import pytest
 from tests.conftest import POSTGRES_URL, postgres_schema_url
 
 from reflexio.embed import Embedder
-from reflexio.storage.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import Audit, Learning, LearningKind
 from reflexio.storage.postgres import PostgresStorage
 from reflexio.storage.postgres_search import SearchStatement, hnsw_index
-from reflexio.storage.records import Audit, Learning, LearningKind
 
 pytestmark = pytest.mark.postgres
 

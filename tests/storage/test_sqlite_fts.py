@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.storage.test_contract_log import publish
 
 from reflexio.embed import Embedder
-from reflexio.storage.filters import InteractionFilter, RequestFilter
+from reflexio.filters import InteractionFilter, RequestFilter
 from reflexio.storage.sqlite import SqliteStorage
 
 

@@ -18,9 +18,9 @@ from reflexio.jobs import JobContext, WorkerPool
 from reflexio.learn.changes import Changes
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.models.org_config import Config
+from reflexio.records import Learning, LearningKind
 from reflexio.service.publish import EXTRACT
 from reflexio.storage import Storage, open_storage
-from reflexio.storage.records import Learning, LearningKind
 
 
 def echo(window: Window) -> Changes:

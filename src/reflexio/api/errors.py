@@ -26,7 +26,7 @@ from reflexio.errors import (
     ValidationError,
     error_for_status,
 )
-from reflexio.service.org_settings import describe_validation_errors
+from reflexio.service.org_config import describe_validation_errors
 
 __all__ = ["FRAMEWORK_ERRORS", "BodySizeLimit", "error_response", "install"]
 

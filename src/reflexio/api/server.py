@@ -78,7 +78,7 @@ def serve(settings: Settings) -> None:
 
 def workers_can_run_apart(core: Core) -> bool:
     """Whether another process can serve this core's queue: same store, nothing injected."""
-    return core.storage.backend != "memory" and "llm" not in core.extras
+    return core.storage.backend != "memory" and core.llm is None
 
 
 @contextmanager

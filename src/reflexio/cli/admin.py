@@ -23,8 +23,8 @@ from reflexio.client import ReflexioClient
 from reflexio.errors import BadRequestError
 
 if TYPE_CHECKING:
+    from reflexio.records import ApiKeyRecord
     from reflexio.service.core import Core
-    from reflexio.storage.records import ApiKeyRecord
 
 __all__ = ["config", "jobs", "keys"]
 

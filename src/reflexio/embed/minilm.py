@@ -21,7 +21,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from reflexio.embed import EmbedderUnavailable, EmbedKind, Vectors, normalise_rows, text_list
+from reflexio.embed.protocol import EmbedderUnavailable, EmbedKind, Vectors, normalise_rows, text_list
 
 __all__ = ["MINILM_INSTALL_HINT", "MiniLMEmbedder"]
 

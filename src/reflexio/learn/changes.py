@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from reflexio.embed import Embedder
+from reflexio.filters import LearningFilter
+from reflexio.records import Audit, Learning, LearningStatus
 from reflexio.storage import Storage
 from reflexio.storage.common import with_current_vectors
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, Learning, LearningStatus
 
 __all__ = ["Changes", "Supersede", "apply_changes"]
 

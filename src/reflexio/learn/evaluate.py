@@ -14,14 +14,14 @@ import logging
 import re
 
 from reflexio.errors import ReflexioError
+from reflexio.filters import InteractionFilter, RequestFilter
 from reflexio.learn.llm_extract import judge_session
-from reflexio.learn.rules_evidence import failed
-from reflexio.learn.rules_signals import read_message
+from reflexio.learn.rules.evidence import failed
+from reflexio.learn.rules.signals import read_message
 from reflexio.llm import LLM
 from reflexio.models.org_config import Config
+from reflexio.records import EvaluationRecord, InteractionRecord
 from reflexio.storage import Storage
-from reflexio.storage.filters import InteractionFilter, RequestFilter
-from reflexio.storage.records import EvaluationRecord, InteractionRecord
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any
 
-from reflexio import search
+from reflexio import ranking
 from reflexio.learn import prompts
 from reflexio.learn.llm_schemas import (
     ExtractOutput,
@@ -47,8 +47,8 @@ from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, l
 from reflexio.learn.windows import Window, WindowLearner
 from reflexio.llm import LLM, LLMOutputError, Role
 from reflexio.models.org_config import DEFAULT_SUCCESS_PROMPT, Config
+from reflexio.records import InteractionRecord, Learning, LearningKind
 from reflexio.storage import Storage
-from reflexio.storage.records import InteractionRecord, Learning, LearningKind
 
 __all__ = [
     "Hint",
@@ -341,8 +341,8 @@ def _proposal(item: ProfileItem | PlaybookItem, window: Window) -> Proposal | No
 
 def _tautological(trigger: str, content: str) -> bool:
     """An instruction that only restates its trigger ("when asked for X, do X") teaches nothing."""
-    content_words = search.word_set(content)
-    return bool(content_words) and content_words <= search.word_set(trigger)
+    content_words = ranking.word_set(content)
+    return bool(content_words) and content_words <= ranking.word_set(trigger)
 
 
 def _hint(item: ProfileItem | PlaybookItem, seen: frozenset[int]) -> Hint | None:

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from reflexio import search
+from reflexio import ranking
+from reflexio.filters import CandidateQuery, LearningFilter, RequestFilter
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.learn.windows import Window
 from reflexio.models.org_config import Config
+from reflexio.records import NEVER_EXPIRES, Learning, LearningKind, LearningStatus, RequestRecord, now
 from reflexio.storage import Storage
-from reflexio.storage.filters import CandidateQuery, LearningFilter, RequestFilter
-from reflexio.storage.records import NEVER_EXPIRES, Learning, LearningKind, LearningStatus, RequestRecord, now
 
 __all__ = [
     "Decision",
@@ -171,8 +171,8 @@ def _dedupe(proposals: Sequence[Proposal]) -> list[Proposal]:
     """Drop proposals that restate an earlier proposal of the same window."""
     kept: list[Proposal] = []
     for p in proposals:
-        words = search.word_set(p.text)
-        if not any(q.kind is p.kind and search.jaccard(words, search.word_set(q.text)) > 0.8 for q in kept):
+        words = ranking.word_set(p.text)
+        if not any(q.kind is p.kind and ranking.jaccard(words, ranking.word_set(q.text)) > 0.8 for q in kept):
             kept.append(p)
     return kept
 
@@ -191,7 +191,7 @@ def _similar(storage: Storage, window: Window, p: Proposal) -> list[Learning]:
         limit=SIMILAR_LIMIT * 2,
     )
     scored = [
-        (search.fused_score(c.vector_score, c.fts_norm), c.learning)
+        (ranking.fused_score(c.vector_score, c.fts_norm), c.learning)
         for c in storage.search_candidates(window.org_id, query)
     ]
     scored.sort(key=lambda pair: -pair[0])

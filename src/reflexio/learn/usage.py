@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reflexio.llm import LLM, LLMCall, Metered, Usage
+from reflexio.records import LLMUsageRecord
 from reflexio.storage import Storage
-from reflexio.storage.records import LLMUsageRecord
 
 __all__ = ["StorageLedger", "metered"]
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from reflexio.filters import InteractionFilter
 from reflexio.jobs import JobContext
 from reflexio.learn.changes import Changes, apply_changes
 from reflexio.models.org_config import Config
+from reflexio.records import Audit, Bookmark, InteractionRecord
 from reflexio.storage import Storage
-from reflexio.storage.filters import InteractionFilter
-from reflexio.storage.records import Audit, Bookmark, InteractionRecord
 
 __all__ = [
     "EXTRACTORS",

@@ -10,11 +10,11 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from reflexio.config import Settings
 from reflexio.embed import Embedder, open_embedder
 from reflexio.errors import ValidationError
+from reflexio.llm import LLM
 from reflexio.models.org_config import Config
 from reflexio.storage import Storage, open_storage
 
@@ -37,13 +37,14 @@ class Core:
         settings: How this process runs.
         storage: The backend holding everything.
         embedder: Turns text into vectors for search (also owned by storage for writes).
-        extras: Optional collaborators later layers attach (LLM factory, job runner...).
+        llm: An LLM every org uses instead of its configured provider (a ``ScriptedLLM`` in
+            tests, demos and benchmarks); None means each org's own configuration decides.
     """
 
     settings: Settings
     storage: Storage
     embedder: Embedder
-    extras: dict[str, Any] = field(default_factory=dict)
+    llm: LLM | None = None
     _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
     _keys_seen_at: float = field(default=-math.inf, repr=False)
 

@@ -44,10 +44,10 @@ from reflexio.models import (
     RerunProfileGenerationRequest,
     RerunProfileGenerationResponse,
 )
+from reflexio.records import Job, JobStatus
 from reflexio.service import publish, views
 from reflexio.service.core import Core
 from reflexio.service.rerun import RERUN, RerunScope, matching_users
-from reflexio.storage.records import Job, JobStatus
 
 __all__ = [
     "OPERATIONS",

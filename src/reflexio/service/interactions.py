@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reflexio.errors import NotFoundError
+from reflexio.filters import InteractionFilter, RequestFilter
 from reflexio.models import (
     BulkDeleteResponse,
     DeleteRequestRequest,
@@ -29,10 +30,9 @@ from reflexio.models import (
     SearchInteractionsViewResponse,
     SessionView,
 )
+from reflexio.records import InteractionRecord, RequestRecord
 from reflexio.service import views
 from reflexio.service.core import Core
-from reflexio.storage.filters import InteractionFilter, RequestFilter
-from reflexio.storage.records import InteractionRecord, RequestRecord
 
 __all__ = [
     "delete_all_interactions",

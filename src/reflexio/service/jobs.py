@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from reflexio.records import Job, JobStatus
 from reflexio.service.core import Core
-from reflexio.storage.records import Job, JobStatus
 
 __all__ = ["JobView", "JobsResponse", "RetryJobsRequest", "RetryJobsResponse", "list_jobs", "retry_jobs"]
 

@@ -13,8 +13,8 @@ import hashlib
 import secrets
 
 from reflexio.errors import NotFoundError, ValidationError
+from reflexio.records import ApiKeyRecord
 from reflexio.service.core import Core
-from reflexio.storage.records import ApiKeyRecord
 
 __all__ = ["KEY_PREFIX", "authenticate", "create_key", "hash_key", "identify", "list_keys", "revoke_key"]
 

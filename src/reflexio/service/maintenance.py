@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 
+from reflexio.filters import LearningFilter
 from reflexio.jobs import Handler, JobContext
+from reflexio.records import Audit, Job, LearningKind, LearningStatus, now
 from reflexio.service.core import Core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, Job, LearningKind, LearningStatus, now
 
 __all__ = ["EXPIRE", "EXPIRE_EVERY_SECONDS", "expire_handler", "schedule_expiry"]
 

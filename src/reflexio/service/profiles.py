@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reflexio.errors import ValidationError
+from reflexio.filters import ACTIVE_STATUSES, LearningFilter
 from reflexio.models import (
     AddUserProfileRequest,
     AddUserProfileResponse,
@@ -31,11 +32,10 @@ from reflexio.models import (
     UpdateUserProfileRequest,
     UpdateUserProfileResponse,
 )
-from reflexio.service import retrieve, views
+from reflexio.records import Learning, LearningEvent, LearningKind, LearningStatus, now
+from reflexio.service import search, views
 from reflexio.service.core import Core
-from reflexio.service.learnings import audit, bulk_delete, delete_one, find_one, listed
-from reflexio.storage.filters import ACTIVE_STATUSES, LearningFilter
-from reflexio.storage.records import Learning, LearningEvent, LearningKind, LearningStatus, now
+from reflexio.service.learning_access import audit, bulk_delete, delete_one, find_one, listed
 
 __all__ = [
     "AllProfilesQuery",
@@ -204,7 +204,7 @@ def delete_profile(
         return DeleteUserProfileResponse(success=True, message=f"Deleted profile {req.profile_id!r}")
     if not req.search_query.strip():
         raise ValidationError("delete_profile needs a profile_id or a search_query")
-    found = retrieve.search_profiles(
+    found = search.search_profiles(
         core,
         org_id,
         SearchUserProfileRequest(user_id=req.user_id, query=req.search_query, top_k=_DELETE_BY_QUERY_LIMIT),

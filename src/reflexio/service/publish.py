@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reflexio.errors import ConflictError, NotFoundError
+from reflexio.filters import InteractionFilter
 from reflexio.models import (
     DEFAULT_AGENT_VERSION,
     FinalizeSessionRequest,
@@ -28,11 +29,10 @@ from reflexio.models import (
     PublishUserInteractionResponse,
 )
 from reflexio.models.org_config import Config
+from reflexio.records import Job, JobStatus, RequestRecord, now
 from reflexio.service import views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage import Storage
-from reflexio.storage.filters import InteractionFilter
-from reflexio.storage.records import Job, JobStatus, RequestRecord, now
 
 __all__ = [
     "EVALUATE_SESSION",

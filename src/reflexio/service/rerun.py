@@ -22,31 +22,28 @@ user fails the job fails as a whole, so it is retried (and finally dead-lettered
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reflexio.embed import Embedder
 from reflexio.errors import ReflexioError
-from reflexio.jobs import Handler, JobContext, LeaseLost, PermanentJobError
-from reflexio.learn.changes import Changes, Supersede, apply_changes
-from reflexio.learn.pipeline import KINDS_OF_EXTRACTOR, learn_window
-from reflexio.learn.windows import enabled_extractors, plan_windows, window_params
-from reflexio.models.org_config import Config
-from reflexio.service.core import Core
-from reflexio.storage import Storage
-from reflexio.storage.base import iter_chunks
-from reflexio.storage.filters import (
+from reflexio.filters import (
     Candidate,
     CandidateQuery,
     InteractionFilter,
     LearningFilter,
     RequestFilter,
 )
-from reflexio.storage.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
-
-if TYPE_CHECKING:
-    from reflexio.service.workers import Learner
+from reflexio.jobs import Handler, JobContext, LeaseLost, PermanentJobError
+from reflexio.learn.changes import Changes, Supersede, apply_changes
+from reflexio.learn.pipeline import KINDS_OF_EXTRACTOR, learn_window
+from reflexio.learn.windows import enabled_extractors, plan_windows, window_params
+from reflexio.models.org_config import Config
+from reflexio.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
+from reflexio.service.core import Core
+from reflexio.service.learners import Learner, learner_for
+from reflexio.storage import Storage
+from reflexio.storage.base import iter_chunks
 
 __all__ = [
     "RERUN",
@@ -349,8 +346,8 @@ def pending_only(storage: Storage, org_id: str, changes: Changes, kind: Learning
     )
 
 
-def rerun_handler(core: Core, learner_for: Callable[[Core, Config, str, int | None], Learner]) -> Handler:
-    """The ``rerun`` task handler (``learner_for`` picks the LLM or the rule learner)."""
+def rerun_handler(core: Core) -> Handler:
+    """The ``rerun`` task handler: it learns with the org's LLM learner or the rule learner."""
 
     def handle(ctx: JobContext) -> None:
         org_id = ctx.job.org_id

@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from reflexio.errors import ValidationError
+from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
 from reflexio.models import ClearUserDataRequest, ClearUserDataResponse, ExportUserDataResponse
+from reflexio.records import EvaluationRecord, LearningEvent, LearningKind, RequestRecord
 from reflexio.service import views
 from reflexio.service.core import Core
-from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import EvaluationRecord, LearningEvent, LearningKind, RequestRecord
 
 __all__ = ["UserExport", "clear_user_data", "export_user_data"]
 

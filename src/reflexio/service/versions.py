@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from reflexio.errors import ConflictError
+from reflexio.filters import LearningFilter
 from reflexio.models import (
     DowngradeProfilesRequest,
     DowngradeProfilesResponse,
@@ -36,10 +37,9 @@ from reflexio.models import (
     UpgradeUserPlaybooksRequest,
     UpgradeUserPlaybooksResponse,
 )
+from reflexio.records import Audit, LearningKind, LearningStatus
 from reflexio.service.core import Core
 from reflexio.storage import Storage
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Audit, LearningKind, LearningStatus
 
 __all__ = ["downgrade_profiles", "downgrade_user_playbooks", "upgrade_profiles", "upgrade_user_playbooks"]
 

@@ -28,7 +28,7 @@ from reflexio.models import (
     UserPlaybookView,
     UserProfile,
 )
-from reflexio.storage.records import (
+from reflexio.records import (
     NEVER_EXPIRES,
     Approval,
     EvaluationRecord,

@@ -10,55 +10,22 @@ runs one on its own against the same SQLite file or PostgreSQL.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import cast
 
 from reflexio.jobs import Handler, JobContext, WorkerPool
 from reflexio.learn import evaluate
 from reflexio.learn.changes import Changes
-from reflexio.learn.llm_extract import llm_learner
-from reflexio.learn.pipeline import Judge, Proposer, learn_window
-from reflexio.learn.rules import RuleJudge, RuleProposer
+from reflexio.learn.pipeline import learn_window
 from reflexio.learn.usage import metered
 from reflexio.learn.windows import Window, run_extraction
-from reflexio.llm import LLM, open_llm
-from reflexio.models.org_config import Config
+from reflexio.records import Job
 from reflexio.service import maintenance, publish
 from reflexio.service.core import Core
+from reflexio.service.learners import learner_for, org_llm
 from reflexio.service.rerun import RERUN, rerun_handler
-from reflexio.storage.records import Job
 
-__all__ = ["Learner", "handlers", "learner_for", "org_llm", "start_pool"]
+__all__ = ["handlers", "start_pool"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Learner:
-    """The proposer and judge an org learns with; ``llm`` is None for the rule extractor."""
-
-    name: str
-    proposer: Proposer
-    judge: Judge
-    llm: LLM | None = None
-
-
-def org_llm(core: Core, config: Config) -> LLM | None:
-    """The org's LLM: one injected into the core (e.g. a ScriptedLLM), else its configured provider."""
-    injected = core.extras.get("llm")
-    if injected is not None:
-        return cast(LLM, injected)
-    return open_llm(config, core.settings)
-
-
-def learner_for(core: Core, config: Config, org_id: str, job_id: int | None = None) -> Learner:
-    """LLM extraction when a provider is configured for the org, the rule extractor otherwise."""
-    llm = org_llm(core, config)
-    if llm is None:
-        return Learner("rules", RuleProposer(), RuleJudge())
-    accounted = metered(llm, core.storage, org_id, job_id)
-    proposer, judge = llm_learner(accounted)
-    return Learner("llm", proposer, judge, accounted)
 
 
 def _extract(core: Core) -> Handler:
@@ -125,7 +92,7 @@ def handlers(core: Core) -> dict[str, Handler]:
     return {
         publish.EXTRACT: _extract(core),
         publish.EVALUATE_SESSION: _evaluate_session(core),
-        RERUN: rerun_handler(core, learner_for),
+        RERUN: rerun_handler(core),
         REEMBED: _reembed(core),
         maintenance.EXPIRE: maintenance.expire_handler(core),
     }

@@ -16,14 +16,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
-from reflexio.storage.filters import (
+from reflexio.filters import (
     Candidate,
     CandidateQuery,
     InteractionFilter,
     LearningFilter,
     RequestFilter,
 )
-from reflexio.storage.records import (
+from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,

@@ -14,7 +14,7 @@ from typing import Any
 
 from reflexio.embed import Embedder
 from reflexio.errors import ValidationError
-from reflexio.storage.records import (
+from reflexio.records import (
     Approval,
     Audit,
     Job,

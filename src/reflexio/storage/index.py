@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reflexio import search
-from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
+from reflexio import ranking
+from reflexio.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector
 from reflexio.storage.postings import Codes, Positions, Postings, intersect, isin, top
-from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, Vector
 
 __all__ = ["Hit", "IndexRow", "LearningIndex"]
 
@@ -121,7 +121,7 @@ class IndexRow:
             updated_at=row.updated_at,
             expires_at=row.expires_at,
             embed_model=row.embed_model,
-            tokens=tuple(search.tokenize(row.search_text)),
+            tokens=tuple(ranking.tokenize(row.search_text)),
             vector=row.embedding,
         )
 
@@ -131,7 +131,7 @@ class _Floor:
     """What a search will drop anyway (``CandidateQuery.floor``, ``weights`` and ``pool``)."""
 
     score: float
-    weights: search.FusionWeights
+    weights: ranking.FusionWeights
     pool: int | None
 
 
@@ -434,13 +434,13 @@ class LearningIndex:
             return []
         n_docs = max(self._live_count, 1)
         out = []
-        for term in search.query_terms(query.text):
+        for term in ranking.query_terms(query.text):
             postings = self._terms.get(term)
             df = self._df.get(term, 0)
             if postings is None or df <= 0:
                 continue
             pos, tf = postings.arrays()
-            idf = float(search.bm25_idf(df, n_docs))
+            idf = float(ranking.bm25_idf(df, n_docs))
             out.append((pos, tf, idf))
         return out
 
@@ -456,7 +456,7 @@ class LearningIndex:
     ) -> list[Hit]:
         rows = self.rows(where, now)
         raw = self._bm25(rows, terms)
-        ceiling = search.bm25_ceiling(idf for _, _, idf in terms)
+        ceiling = ranking.bm25_ceiling(idf for _, _, idf in terms)
         sims = self._cosine(rows, vector, model)
         return self._hits(rows, raw, ceiling, sims, limit, floor)
 
@@ -545,7 +545,7 @@ class LearningIndex:
         if not terms or len(rows) == 0:
             return np.zeros(len(rows), dtype=np.float64)
         avgdl = self._total_len / max(self._live_count, 1) or 1.0
-        k1, b = search.BM25_K1, search.BM25_B
+        k1, b = ranking.BM25_K1, ranking.BM25_B
         local, weights = [], []
         for pos, tf, idf in terms:
             at, t = intersect(rows, pos, tf)
@@ -614,7 +614,7 @@ class LearningIndex:
         fts_on = ceiling > 0
         chosen = np.asarray(list(dict.fromkeys([*fts_rank, *vec_rank])), dtype=np.int64)
         if floor is not None and len(chosen):
-            fused = search.fused_scores(
+            fused = ranking.fused_scores(
                 None if sims is None else sims[chosen].astype(np.float64),
                 np.minimum(raw[chosen] / ceiling, 1.0) if fts_on else None,
                 floor.weights,
@@ -630,7 +630,7 @@ class LearningIndex:
             Hit(
                 id=ids[j],
                 fts_score=score if fts_on else None,
-                fts_norm=search.normalise_bm25(score, ceiling) if fts_on else None,
+                fts_norm=ranking.normalise_bm25(score, ceiling) if fts_on else None,
                 fts_rank=fts_rank.get(i),
                 vector_score=None if sim is None or sim != sim else sim,  # NaN: no comparable vector
                 vector_rank=vec_rank.get(i),

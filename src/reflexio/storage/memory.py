@@ -15,19 +15,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reflexio import search
+from reflexio import ranking
 from reflexio.embed import Embedder
 from reflexio.errors import ConflictError, NotFoundError
-from reflexio.storage import common
-from reflexio.storage.filters import (
+from reflexio.filters import (
     Candidate,
     CandidateQuery,
     InteractionFilter,
     LearningFilter,
     RequestFilter,
 )
-from reflexio.storage.index import IndexRow, LearningIndex
-from reflexio.storage.records import (
+from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
@@ -43,6 +41,8 @@ from reflexio.storage.records import (
     UsageTotals,
     now,
 )
+from reflexio.storage import common
+from reflexio.storage.index import IndexRow, LearningIndex
 
 __all__ = ["MemoryStorage"]
 
@@ -168,12 +168,12 @@ class MemoryStorage:
     def search_interactions(
         self, org_id: str, where: InteractionFilter, text: str, *, limit: int
     ) -> list[tuple[InteractionRecord, float]]:
-        terms = set(search.query_terms(text))
+        terms = set(ranking.query_terms(text))
         if not terms:
             return []
         scored = []
         for row in self.list_interactions(org_id, where):
-            tokens = search.tokenize(f"{row.content}\n{row.user_action_description}")
+            tokens = ranking.tokenize(f"{row.content}\n{row.user_action_description}")
             hits = sum(1 for t in tokens if t in terms)
             if hits:
                 scored.append((row, hits / (len(tokens) + 1)))

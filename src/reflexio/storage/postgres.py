@@ -60,14 +60,27 @@ from psycopg_pool import ConnectionPool
 
 from reflexio.embed import Embedder
 from reflexio.errors import ConflictError, NotFoundError, StorageError
-from reflexio.storage import common, rows
-from reflexio.storage.filters import (
+from reflexio.filters import (
     Candidate,
     CandidateQuery,
     InteractionFilter,
     LearningFilter,
     RequestFilter,
 )
+from reflexio.records import (
+    ApiKeyRecord,
+    Audit,
+    Bookmark,
+    EvaluationRecord,
+    InteractionRecord,
+    Learning,
+    LearningEvent,
+    LLMUsageRecord,
+    RequestRecord,
+    UsageSummary,
+    now,
+)
+from reflexio.storage import common, rows
 from reflexio.storage.postgres_jobs import PostgresJobQueue
 from reflexio.storage.postgres_schema import migrate
 from reflexio.storage.postgres_search import (
@@ -85,19 +98,6 @@ from reflexio.storage.postgres_wire import (
     VectorBinaryLoader,
     VectorTextLoader,
     copy_rows,
-)
-from reflexio.storage.records import (
-    ApiKeyRecord,
-    Audit,
-    Bookmark,
-    EvaluationRecord,
-    InteractionRecord,
-    Learning,
-    LearningEvent,
-    LLMUsageRecord,
-    RequestRecord,
-    UsageSummary,
-    now,
 )
 from reflexio.storage.sql import (
     POSTGRES,

@@ -14,9 +14,9 @@ from contextlib import AbstractContextManager
 
 import psycopg
 
+from reflexio.records import Job, JobStatus, now
 from reflexio.storage import common, rows, sql_jobs
 from reflexio.storage.postgres_search import Conn
-from reflexio.storage.records import Job, JobStatus, now
 from reflexio.storage.sql import POSTGRES, queries, where_jobs
 
 __all__ = ["PostgresJobQueue"]

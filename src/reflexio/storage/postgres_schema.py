@@ -14,8 +14,8 @@ from psycopg.rows import dict_row
 from psycopg.types import TypeInfo
 
 from reflexio.errors import StorageError
+from reflexio.records import LearningKind
 from reflexio.storage.postgres_search import Conn, hnsw_index, one_row, vector_dim
-from reflexio.storage.records import LearningKind
 from reflexio.storage.sql import migrations, queries
 
 __all__ = ["Schema", "migrate"]

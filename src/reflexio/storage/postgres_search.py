@@ -17,11 +17,11 @@ import numpy as np
 import psycopg
 from psycopg.rows import DictRow
 
-from reflexio import search
+from reflexio import ranking
 from reflexio.errors import ValidationError
+from reflexio.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import LearningKind, Vector
 from reflexio.storage import rows
-from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
-from reflexio.storage.records import LearningKind, Vector
 from reflexio.storage.sql import POSTGRES, queries, where_learnings
 
 __all__ = [
@@ -72,7 +72,7 @@ def hnsw_index(dim: int, kind: LearningKind) -> str:
 def tsquery(text: str) -> str | None:
     """An OR query over the text's content words, each quoted as one operand; PostgreSQL
     stems them with the english config (plainto_tsquery would AND them)."""
-    words = search.raw_words(text)
+    words = ranking.raw_words(text)
     if not words:
         return None
     quoted = ("'" + w.replace("\\", "\\\\").replace("'", "''") + "'" for w in words)

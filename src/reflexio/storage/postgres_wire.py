@@ -16,8 +16,8 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
+from reflexio.records import Vector
 from reflexio.storage.postgres_search import Conn
-from reflexio.storage.records import Vector
 
 __all__ = [
     "EVENT_COPY",

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from reflexio.storage.records import (
+from reflexio.records import (
     ApiKeyRecord,
     Approval,
     Bookmark,

@@ -15,8 +15,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from reflexio.storage.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.storage.records import JobStatus, LearningKind
+from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
+from reflexio.records import JobStatus, LearningKind
 
 __all__ = [
     "Dialect",

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from reflexio.records import now
 from reflexio.storage import common, rows
-from reflexio.storage.records import now
 from reflexio.storage.sql import Queries
 
 __all__ = ["Connection", "SqlJobTransitions"]

@@ -22,19 +22,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reflexio import search
+from reflexio import ranking
 from reflexio.embed import Embedder
 from reflexio.errors import ConflictError, NotFoundError, StorageError
-from reflexio.storage import common, rows
-from reflexio.storage.base import iter_chunks
-from reflexio.storage.filters import (
+from reflexio.filters import (
     Candidate,
     CandidateQuery,
     InteractionFilter,
     LearningFilter,
     RequestFilter,
 )
-from reflexio.storage.records import (
+from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
@@ -47,6 +45,8 @@ from reflexio.storage.records import (
     UsageSummary,
     now,
 )
+from reflexio.storage import common, rows
+from reflexio.storage.base import iter_chunks
 from reflexio.storage.sql import (
     SQLITE,
     migrations,
@@ -275,7 +275,7 @@ class SqliteStorage(SqliteJobQueue):
     def search_interactions(
         self, org_id: str, where: InteractionFilter, text: str, *, limit: int
     ) -> list[tuple[InteractionRecord, float]]:
-        words = search.raw_words(text)
+        words = ranking.raw_words(text)
         if not words:
             return []
         self.index_new_interactions()

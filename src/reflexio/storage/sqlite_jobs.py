@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
+from reflexio.records import Job, JobStatus, now
 from reflexio.storage import common, rows, sql_jobs
-from reflexio.storage.records import Job, JobStatus, now
 from reflexio.storage.sql import SQLITE, queries, where_jobs
 
 __all__ = ["SqliteJobQueue"]

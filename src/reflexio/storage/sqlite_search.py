@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from reflexio.filters import Candidate, CandidateQuery
+from reflexio.records import Approval, Learning, LearningKind, LearningStatus, now
 from reflexio.storage import rows
 from reflexio.storage.base import iter_chunks
-from reflexio.storage.filters import Candidate, CandidateQuery
 from reflexio.storage.index import IndexRow, LearningIndex
-from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, now
 from reflexio.storage.sql import SQLITE, queries
 
 __all__ = ["SearchIndexes"]

@@ -8,9 +8,9 @@ from fastapi import Query
 
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import api_router
+from reflexio.records import JobStatus
 from reflexio.service import jobs
 from reflexio.service.jobs import JobsResponse, RetryJobsRequest, RetryJobsResponse
-from reflexio.storage.records import JobStatus
 
 __all__ = ["router"]
 

@@ -31,7 +31,7 @@ from reflexio.models import (
     UpdateUserPlaybookRequest,
     UpdateUserPlaybookResponse,
 )
-from reflexio.service import learnings, retrieve
+from reflexio.service import playbooks, search
 
 __all__ = ["router"]
 
@@ -43,7 +43,7 @@ def add_user_playbook(
     body: AddUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> AddUserPlaybookResponse:
     """Store user playbooks directly."""
-    return learnings.add_user_playbooks(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.add_user_playbooks(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.post("/add_agent_playbook")
@@ -51,7 +51,7 @@ def add_agent_playbook(
     body: AddAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> AddAgentPlaybookResponse:
     """Store agent playbooks directly (pending review unless the caller says otherwise)."""
-    return learnings.add_agent_playbooks(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.add_agent_playbooks(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.post("/get_user_playbooks")
@@ -59,7 +59,7 @@ def get_user_playbooks(
     body: GetUserPlaybooksRequest, core: CoreDep, caller: CallerDep
 ) -> GetUserPlaybooksViewResponse:
     """User playbooks by scope (every non-tombstone state unless filtered)."""
-    return learnings.get_user_playbooks(core, caller.org_id, body)
+    return playbooks.get_user_playbooks(core, caller.org_id, body)
 
 
 @router.post("/get_agent_playbooks")
@@ -67,7 +67,7 @@ def get_agent_playbooks(
     body: GetAgentPlaybooksRequest, core: CoreDep, caller: CallerDep
 ) -> GetAgentPlaybooksViewResponse:
     """Agent playbooks in any review state (current versions unless filtered)."""
-    return learnings.get_agent_playbooks(core, caller.org_id, body)
+    return playbooks.get_agent_playbooks(core, caller.org_id, body)
 
 
 @router.put("/update_user_playbook")
@@ -75,7 +75,7 @@ def update_user_playbook(
     body: UpdateUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateUserPlaybookResponse:
     """Edit a user playbook's text (404 when it does not exist)."""
-    return learnings.update_user_playbook(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.update_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.put("/update_agent_playbook")
@@ -83,7 +83,7 @@ def update_agent_playbook(
     body: UpdateAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateAgentPlaybookResponse:
     """Edit an agent playbook's text and/or review state (404 when it does not exist)."""
-    return learnings.update_agent_playbook(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.update_agent_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.put("/update_agent_playbook_status")
@@ -91,7 +91,7 @@ def update_agent_playbook_status(
     body: UpdatePlaybookStatusRequest, core: CoreDep, caller: CallerDep
 ) -> UpdatePlaybookStatusResponse:
     """Approve, reject or re-open an agent playbook (rejected ones leave retrieval at once)."""
-    return learnings.update_agent_playbook_status(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.update_agent_playbook_status(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.post("/search_user_playbooks")
@@ -99,7 +99,7 @@ def search_user_playbooks(
     body: SearchUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> SearchUserPlaybooksViewResponse:
     """User playbooks ranked by relevance to a query, with scores."""
-    return retrieve.search_user_playbooks(core, caller.org_id, body)
+    return search.search_user_playbooks(core, caller.org_id, body)
 
 
 @router.post("/search_agent_playbooks")
@@ -107,7 +107,7 @@ def search_agent_playbooks(
     body: SearchAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> SearchAgentPlaybooksViewResponse:
     """Agent playbooks ranked by relevance (approved and pending unless filtered; never rejected)."""
-    return retrieve.search_agent_playbooks(core, caller.org_id, body)
+    return search.search_agent_playbooks(core, caller.org_id, body)
 
 
 @router.delete("/delete_user_playbook")
@@ -115,7 +115,7 @@ def delete_user_playbook(
     body: DeleteUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteUserPlaybookResponse:
     """Delete one user playbook (404 when it does not exist)."""
-    return learnings.delete_user_playbook(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.delete_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.delete("/delete_agent_playbook")
@@ -123,7 +123,7 @@ def delete_agent_playbook(
     body: DeleteAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteAgentPlaybookResponse:
     """Delete one agent playbook (404 when it does not exist)."""
-    return learnings.delete_agent_playbook(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.delete_agent_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.delete("/delete_user_playbooks_by_ids")
@@ -131,7 +131,7 @@ def delete_user_playbooks_by_ids(
     body: DeleteUserPlaybooksByIdsRequest, core: CoreDep, caller: CallerDep
 ) -> BulkDeleteResponse:
     """Delete the listed user playbooks that exist."""
-    return learnings.delete_user_playbooks_by_ids(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.delete_user_playbooks_by_ids(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.delete("/delete_agent_playbooks_by_ids")
@@ -139,22 +139,22 @@ def delete_agent_playbooks_by_ids(
     body: DeleteAgentPlaybooksByIdsRequest, core: CoreDep, caller: CallerDep
 ) -> BulkDeleteResponse:
     """Delete the listed agent playbooks that exist."""
-    return learnings.delete_agent_playbooks_by_ids(core, caller.org_id, body, actor=caller.actor)
+    return playbooks.delete_agent_playbooks_by_ids(core, caller.org_id, body, actor=caller.actor)
 
 
 @router.delete("/delete_all_playbooks")
 def delete_all_playbooks(core: CoreDep, caller: CallerDep) -> BulkDeleteResponse:
     """Delete every user and agent playbook of the org."""
-    return learnings.delete_all_playbooks(core, caller.org_id, actor=caller.actor)
+    return playbooks.delete_all_playbooks(core, caller.org_id, actor=caller.actor)
 
 
 @router.delete("/delete_all_user_playbooks")
 def delete_all_user_playbooks(core: CoreDep, caller: CallerDep) -> BulkDeleteResponse:
     """Delete every user playbook of the org."""
-    return learnings.delete_all_user_playbooks(core, caller.org_id, actor=caller.actor)
+    return playbooks.delete_all_user_playbooks(core, caller.org_id, actor=caller.actor)
 
 
 @router.delete("/delete_all_agent_playbooks")
 def delete_all_agent_playbooks(core: CoreDep, caller: CallerDep) -> BulkDeleteResponse:
     """Delete every agent playbook of the org."""
-    return learnings.delete_all_agent_playbooks(core, caller.org_id, actor=caller.actor)
+    return playbooks.delete_all_agent_playbooks(core, caller.org_id, actor=caller.actor)

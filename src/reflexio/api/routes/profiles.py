@@ -24,7 +24,7 @@ from reflexio.models import (
     UpdateUserProfileRequest,
     UpdateUserProfileResponse,
 )
-from reflexio.service import profiles, retrieve
+from reflexio.service import profiles, search
 from reflexio.service.profiles import AllProfilesQuery
 
 __all__ = ["router"]
@@ -90,7 +90,7 @@ def search_profiles(
     body: SearchUserProfileRequest, core: CoreDep, caller: CallerDep
 ) -> SearchProfilesViewResponse:
     """One user's current profiles ranked by relevance to a query, with scores."""
-    return retrieve.search_profiles(core, caller.org_id, body)
+    return search.search_profiles(core, caller.org_id, body)
 
 
 @router.get("/profile_change_log")

@@ -7,7 +7,7 @@ from starlette.concurrency import run_in_threadpool
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import api_router
 from reflexio.models import UnifiedSearchRequest, UnifiedSearchViewResponse
-from reflexio.service import retrieve
+from reflexio.service import search as retrieval
 
 __all__ = ["router"]
 
@@ -21,4 +21,4 @@ async def search(body: UnifiedSearchRequest, core: CoreDep, caller: CallerDep) -
     ``async`` with one explicit thread hop: a sync route also validates and serialises in the
     threadpool, several hops per request on the hottest route.
     """
-    return await run_in_threadpool(retrieve.search, core, caller.org_id, body)
+    return await run_in_threadpool(retrieval.search, core, caller.org_id, body)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from reflexio.learn.rules_text import (
+from reflexio.learn.rules.text import (
     base_form,
     capitalize,
     clean,

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from reflexio.learn.rules_lexicon import INDIFFERENCE, VERBS
-from reflexio.learn.rules_text import base_form, capitalize, finish, gerund_to_base, swap_to_user, trim, words
+from reflexio.learn.rules.lexicon import INDIFFERENCE, VERBS
+from reflexio.learn.rules.text import base_form, capitalize, finish, gerund_to_base, swap_to_user, trim, words
 
 __all__ = [
     "Signal",

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from reflexio import search
-from reflexio.learn.rules_lexicon import word_list
-from reflexio.learn.rules_text import informative, words
+from reflexio import ranking
+from reflexio.learn.rules.lexicon import word_list
+from reflexio.learn.rules.text import informative, words
 
 __all__ = ["ANSWER_PREFIX", "Gist", "Relation", "gist", "novelty", "relate"]
 
@@ -36,12 +36,12 @@ _NEGATORS = word_list(
 _CLAUSE = re.compile(r"[;.,]\s+|\s+(?:but|and then|then)\s+")
 # Light verbs too common for a conflict on them alone to mean anything.
 _CONFLICT_LIGHT = frozenset(
-    search.tokenize(
+    ranking.tokenize(
         "do make get use take have go put keep give include want need like user just thing things "
         "always first again also fine really"
     )
 )
-_CONTRACTIONS = frozenset(search.tokenize("doesn don didn isn aren wasn shouldn won wouldn couldn can"))
+_CONTRACTIONS = frozenset(ranking.tokenize("doesn don didn isn aren wasn shouldn won wouldn couldn can"))
 _DIET_MEAT = "meat steak beef pork chicken bacon ham lamb burger burgers sausage sausages veal turkey"
 _IMPLIES_AVOID = {
     "vegetarian": _DIET_MEAT,
@@ -137,12 +137,12 @@ def _polar(clause: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _stems(text: str) -> frozenset[str]:
-    return frozenset(search.word_set(text) - _CONFLICT_LIGHT - _CONTRACTIONS)
+    return frozenset(ranking.word_set(text) - _CONFLICT_LIGHT - _CONTRACTIONS)
 
 
 @lru_cache(maxsize=1)
 def _implications() -> dict[str, frozenset[str]]:
-    return {search.tokenize(k)[0]: frozenset(search.tokenize(v)) for k, v in _IMPLIES_AVOID.items()}
+    return {ranking.tokenize(k)[0]: frozenset(ranking.tokenize(v)) for k, v in _IMPLIES_AVOID.items()}
 
 
 def _implied(content: str) -> set[str]:
@@ -186,7 +186,7 @@ def relate(new: Gist, old: Gist, *, restated: bool = False, reversal: bool = Fal
 def _slot_conflict(new: Gist, old: Gist) -> bool:
     if new.slot is None or new.slot != old.slot or not new.value or not old.value:
         return False
-    return search.jaccard(new.value, old.value) < 0.5
+    return ranking.jaccard(new.value, old.value) < 0.5
 
 
 def _same(new: Gist, old: Gist, restated: bool) -> bool:
@@ -195,7 +195,7 @@ def _same(new: Gist, old: Gist, restated: bool) -> bool:
     if old.core and len(old.core & new.core) / len(old.core) >= 0.8:
         return True  # the new one says all the old one says (and maybe more)
     contained = len(new.core & old.topic) / len(new.core)
-    if contained >= 0.6 or search.jaccard(new.topic, old.topic) >= 0.5:
+    if contained >= 0.6 or ranking.jaccard(new.topic, old.topic) >= 0.5:
         return True
     agree = (new.do & old.do) | (new.avoid & old.avoid)
     return restated and len(new.topic & old.topic) >= 2 and bool(agree)

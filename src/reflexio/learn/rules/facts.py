@@ -13,14 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reflexio.learn.rules_lexicon import (
+from reflexio.learn.rules.lexicon import (
     INDIFFERENCE,
     NOT_SELF_ADJECTIVES,
     NOT_SELF_VERBS,
     SELF_PROGRESSIVE,
     word_list,
 )
-from reflexio.learn.rules_text import (
+from reflexio.learn.rules.text import (
     capitalize,
     informative,
     is_past,

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reflexio.learn.rules_lexicon import FAILURE_WORDS, SUCCESS_WORDS
-from reflexio.learn.rules_phrasing import join_clauses, lower_first
-from reflexio.learn.rules_text import base_form, capitalize, informative, is_past, sentences, shorten, trim
+from reflexio.learn.rules.lexicon import FAILURE_WORDS, SUCCESS_WORDS
+from reflexio.learn.rules.phrasing import join_clauses, lower_first
+from reflexio.learn.rules.text import base_form, capitalize, informative, is_past, sentences, shorten, trim
 
 __all__ = ["ToolCall", "ToolLesson", "combine", "expert_gap", "failed", "tool_calls", "tool_lessons"]
 

@@ -15,10 +15,10 @@ millisecond per window:
 * a failed tool call becomes a playbook naming the call that failed and what worked instead.
 
 ``RuleJudge`` compares each proposal with the user's most similar learnings by polarity and
-topic (``rules_compare``): a reversal supersedes the old learning, a restatement keeps it (or,
+topic (``rules.compare``): a reversal supersedes the old learning, a restatement keeps it (or,
 for a profile that adds detail, rewrites it), anything else is added. Reading sentences lives
-in ``rules_signals`` and ``rules_facts``, wording in ``rules_phrasing``, expert answers and
-tool calls in ``rules_evidence``.
+in ``rules.signals`` and ``rules.facts``, wording in ``rules.phrasing``, expert answers and
+tool calls in ``rules.evidence``.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict
-from reflexio.learn.rules_compare import ANSWER_PREFIX, Gist, Relation, gist, novelty, relate
-from reflexio.learn.rules_evidence import combine, expert_gap, tool_calls, tool_lessons
-from reflexio.learn.rules_lexicon import RESTATEMENT_CUES, REVERSAL_CUES
-from reflexio.learn.rules_phrasing import join_clauses, situation, summary
-from reflexio.learn.rules_signals import Reading, Signal, read_message
-from reflexio.learn.rules_text import has_phrase, informative, shorten
+from reflexio.learn.rules.compare import ANSWER_PREFIX, Gist, Relation, gist, novelty, relate
+from reflexio.learn.rules.evidence import combine, expert_gap, tool_calls, tool_lessons
+from reflexio.learn.rules.lexicon import RESTATEMENT_CUES, REVERSAL_CUES
+from reflexio.learn.rules.phrasing import join_clauses, situation, summary
+from reflexio.learn.rules.signals import Reading, Signal, read_message
+from reflexio.learn.rules.text import has_phrase, informative, shorten
 from reflexio.learn.windows import Window
-from reflexio.storage.records import InteractionRecord, Learning, LearningKind
+from reflexio.records import InteractionRecord, Learning, LearningKind
 
 __all__ = ["RuleJudge", "RuleProposer"]
 

@@ -2,7 +2,7 @@
 
 A search is planned as one ``LearningFilter`` per kind (scope and status applied before
 ranking), sent to storage as a single ``CandidateQuery``, then ranked here with the pure
-functions of ``reflexio.search``: fused score, threshold, session dedup, near-duplicate
+functions of ``reflexio.ranking``: fused score, threshold, session dedup, near-duplicate
 collapse, ``top_k`` per kind and an optional token budget across kinds. It never calls an LLM.
 """
 
@@ -13,8 +13,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reflexio import search as ranking
+from reflexio import ranking
 from reflexio.errors import ReflexioError
+from reflexio.filters import Candidate, CandidateQuery, LearningFilter
+from reflexio.filters import SearchMode as StoreMode
 from reflexio.models import (
     PlaybookStatus,
     SearchAgentPlaybookRequest,
@@ -27,11 +29,9 @@ from reflexio.models import (
     UnifiedSearchRequest,
     UnifiedSearchViewResponse,
 )
+from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
 from reflexio.service import views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
-from reflexio.storage.filters import Candidate, CandidateQuery, LearningFilter
-from reflexio.storage.filters import SearchMode as StoreMode
-from reflexio.storage.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -297,7 +297,7 @@ def _reformulated(core: Core, org_id: str, req: UnifiedSearchRequest) -> str:
     """
     from reflexio.learn.reformulate import rewrite_query
     from reflexio.learn.usage import metered
-    from reflexio.service.workers import org_llm
+    from reflexio.service.learners import org_llm
 
     llm = org_llm(core, core.org_config(org_id))
     if llm is None:

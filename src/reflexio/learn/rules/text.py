@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from reflexio import search
-from reflexio.learn.rules_lexicon import IRREGULAR_PAST, LIGHT_WORDS, THIRD_PERSON_IRREGULAR, VERBS
+from reflexio import ranking
+from reflexio.learn.rules.lexicon import IRREGULAR_PAST, LIGHT_WORDS, THIRD_PERSON_IRREGULAR, VERBS
 
 __all__ = [
     "base_form",
@@ -80,12 +80,12 @@ def has_phrase(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
 
 @lru_cache(maxsize=1)
 def _light_stems() -> frozenset[str]:
-    return frozenset(search.tokenize(" ".join(LIGHT_WORDS)))
+    return frozenset(ranking.tokenize(" ".join(LIGHT_WORDS)))
 
 
 def informative(text: str) -> frozenset[str]:
     """Stemmed words of ``text`` that can carry a topic (stop words and light words removed)."""
-    return frozenset(search.word_set(text) - _light_stems())
+    return frozenset(ranking.word_set(text) - _light_stems())
 
 
 def capitalize(text: str) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from reflexio.search import FusionWeights
-from reflexio.storage.records import (
+from reflexio.ranking import FusionWeights
+from reflexio.records import (
     Approval,
     InteractionRecord,
     Learning,
@@ -205,12 +205,12 @@ class CandidateQuery:
     Attributes:
         filters: Scopes to search (usually one per learning kind); filtering happens before
             ranking, so an old row that matches is found among any number of newer ones.
-        text: The query as typed; backends tokenise it with ``reflexio.search``.
+        text: The query as typed; backends tokenise it with ``reflexio.ranking``.
         vector: The query embedding, or None for full-text only.
         embed_model: Only vectors made by this model are compared with ``vector``.
         limit: Candidates per filter and per arm.
         mode: Which arms run.
-        floor: A calibrated fused score (``reflexio.search.fused_score`` with ``weights``)
+        floor: A calibrated fused score (``reflexio.ranking.fused_score`` with ``weights``)
             under which a candidate may be left out: the caller drops those anyway, and a
             backend that scores before it loads rows saves loading them. None keeps all.
         weights: The fusion weights ``floor`` is measured with.

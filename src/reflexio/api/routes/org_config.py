@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import api_router
 from reflexio.models import Config, SetConfigResponse
-from reflexio.service import org_settings
+from reflexio.service import org_config
 
 __all__ = ["router"]
 
@@ -22,13 +22,13 @@ ConfigBody = Annotated[dict[str, Any], Body(description="A Config object (partia
 @router.post("/set_config")
 def set_config(body: ConfigBody, core: CoreDep, caller: CallerDep) -> SetConfigResponse:
     """Replace the org's config; masked secrets sent back keep their stored values."""
-    return org_settings.set_config(core, caller.org_id, body)
+    return org_config.set_config(core, caller.org_id, body)
 
 
 @router.post("/update_config")
 def update_config(body: ConfigBody, core: CoreDep, caller: CallerDep) -> SetConfigResponse:
     """Replace only the top-level keys sent."""
-    return org_settings.update_config(core, caller.org_id, body)
+    return org_config.update_config(core, caller.org_id, body)
 
 
 @router.get("/get_config", response_model=Config)
@@ -38,4 +38,4 @@ def get_config(core: CoreDep, caller: CallerDep) -> JSONResponse:
     Returned as is rather than through the null-dropping serialiser: the 0.2.16 client needs
     the ``storage_config`` key even when it is null.
     """
-    return JSONResponse(org_settings.get_config(core, caller.org_id))
+    return JSONResponse(org_config.get_config(core, caller.org_id))

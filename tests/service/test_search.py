@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import BACKENDS, storage_url
 
 from reflexio.config import Settings
 from reflexio.embed import EmbedderUnavailable
+from reflexio.filters import LearningFilter
 from reflexio.models import ConversationTurn, PlaybookStatus, UnifiedSearchRequest
-from reflexio.service import retrieve
+from reflexio.records import Approval, Audit, Learning, LearningKind, LearningStatus
+from reflexio.service import search
 from reflexio.service.core import Core, open_core
-from reflexio.storage.filters import LearningFilter
-from reflexio.storage.records import Approval, Audit, Learning, LearningKind, LearningStatus
 from reflexio.testing import ScriptedLLM
+from tests.conftest import BACKENDS, storage_url
 
 P, U, A = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK, LearningKind.AGENT_PLAYBOOK
 
@@ -85,7 +85,7 @@ def core(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 def ask(core: Core, query: str = "Which laptop should I buy?", **kw: Any) -> Any:
     kw.setdefault("user_id", "u1")
     kw.setdefault("agent_version", "v1")
-    return retrieve.search(core, "o", UnifiedSearchRequest(query=query, **kw))
+    return search.search(core, "o", UnifiedSearchRequest(query=query, **kw))
 
 
 def everything(result: Any) -> list[Any]:
@@ -156,12 +156,12 @@ def test_a_strong_hit_lifts_what_was_learned_with_it(core: Core) -> None:
 
     def order(cohesion: float) -> list[str]:
         where = LearningFilter(kinds=(P,), user_id="u3")
-        plan = retrieve.Plan(
+        plan = search.Plan(
             text="marathon training injury", filters=(where,), top_k=3, threshold=0.0, cohesion=cohesion
         )
-        return [row.content for row, _ in retrieve.rank(core, "o", plan).hits[0]]
+        return [row.content for row, _ in search.rank(core, "o", plan).hits[0]]
 
-    lifted = order(retrieve.Plan.__dataclass_fields__["cohesion"].default)
+    lifted = order(search.Plan.__dataclass_fields__["cohesion"].default)
     assert lifted[0] == "Training for a marathon in Berlin"
     # On its own words the stranger (a knee, for a marathon) matches better ...
     plain = order(0.0)
@@ -186,7 +186,7 @@ def test_a_failing_embedder_degrades_to_full_text(core: Core) -> None:
 
 def test_reformulation_rewrites_the_query_from_the_conversation(core: Core) -> None:
     llm = ScriptedLLM().on("rewrite_query", {"query": "Which laptop suits a Linux user?"})
-    core.extras["llm"] = llm
+    core.llm = llm
     history = [
         ConversationTurn(role="user", content="I run Linux"),
         ConversationTurn(role="assistant", content="Noted"),

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from reflexio.learn import rules_facts
-from reflexio.learn.rules_instructions import (
+from reflexio.learn.rules.facts import object_of, self_statements
+from reflexio.learn.rules.instructions import (
     Signal,
     alternative,
     declarative,
@@ -30,7 +30,7 @@ from reflexio.learn.rules_instructions import (
     question_rule,
     rule,
 )
-from reflexio.learn.rules_lexicon import (
+from reflexio.learn.rules.lexicon import (
     CORRECTION_CUES,
     GENERAL_CUES,
     HYPOTHETICAL_OPENERS,
@@ -42,7 +42,7 @@ from reflexio.learn.rules_lexicon import (
     VERBS,
     word_list,
 )
-from reflexio.learn.rules_text import (
+from reflexio.learn.rules.text import (
     base_form,
     clean,
     finish,
@@ -201,7 +201,7 @@ def _read_segment(
 def _facts(segment: str) -> list[Signal]:
     return [
         Signal(kind=f.kind, text=f.text, negative=f.negative, ttl=f.ttl, source=segment)
-        for f in rules_facts.self_statements(_strip_openers(segment))
+        for f in self_statements(_strip_openers(segment))
     ]
 
 
@@ -338,7 +338,7 @@ def _resolve_pronouns(signals: list[Signal]) -> list[Signal]:
 
 def _it_is(sig: Signal, fact: Signal) -> Signal:
     """ "I hate cilantro, never put it in my recipes": "it" is what the fact was about."""
-    obj = rules_facts.object_of(fact.text)
+    obj = object_of(fact.text)
     if not obj or not re.search(r"\b(?:it|them)\b", sig.text, re.I):
         return sig
     text = re.sub(r"\b(?:it|them)\b", obj, sig.text, count=1, flags=re.I)
