@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from reflexio.api import errors
+from reflexio.api import browsers, errors, openapi
 from reflexio.api.routes import (
     generation,
     interactions,
@@ -44,6 +44,8 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.state.core = core
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
+    app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers
+    openapi.install(app)
     app.include_router(system.public)
     for module in (system, interactions, profiles, playbooks, search, org_config, users, jobs, generation):
         app.include_router(module.router)

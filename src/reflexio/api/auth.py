@@ -8,8 +8,9 @@ The rules, checked on every ``/api`` request (health, version and docs are publi
   a 403 that says how to create a key.
 
 "Loopback" is strict, as in Reflexio: the peer address is loopback, the request was not
-forwarded by a proxy, and its ``Host`` and ``Origin`` name this machine (so a web page on
-another origin cannot use a browser on this machine to reach the API). Presented keys are
+forwarded by a proxy, and its ``Host`` names this machine. A request from a web page on
+another origin (``localhost:3000`` included: any page a local browser opens) is refused in
+either mode unless the org's config allows that origin (``api.browsers``). Presented keys are
 looked up in storage each time, so a key created or revoked while the server runs counts at
 once; whether any key exists is re-read on every request until one does.
 """
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends
 from starlette.requests import Request
 
+from reflexio.api.browsers import check_origin
 from reflexio.errors import AuthenticationError, PermissionDeniedError
 from reflexio.service import keys
 from reflexio.service.core import Core
@@ -64,8 +66,15 @@ async def require_caller(request: Request, core: CoreDep) -> Caller:
 
     Raises:
         AuthenticationError: Keys exist and the request has no valid one.
-        PermissionDeniedError: No key exists and the client is not on this machine.
+        PermissionDeniedError: No key exists and the client is not on this machine, or the
+            request comes from a page on an origin the org does not allow.
     """
+    caller = _authenticated(request, core)
+    check_origin(request, core, caller.org_id)
+    return caller
+
+
+def _authenticated(request: Request, core: Core) -> Caller:
     if core.keys_exist():
         bearer = _bearer(request)
         key = keys.identify(core, bearer) if bearer else None
@@ -94,10 +103,7 @@ def is_local(request: Request) -> bool:
     if any(name in request.headers for name in _FORWARDING_HEADERS):
         return False
     host = urlsplit(f"//{request.headers.get('host', '')}").hostname
-    if host and not _is_loopback(host):
-        return False
-    origin = request.headers.get("origin")
-    return not origin or _is_loopback(urlsplit(origin).hostname or "")
+    return not host or _is_loopback(host)
 
 
 def _is_loopback(host: str) -> bool:

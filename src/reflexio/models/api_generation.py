@@ -19,7 +19,12 @@ from reflexio.models.entities import (
 )
 from reflexio.models.fields import (
     DEFAULT_AGENT_VERSION,
+    Flag,
+    Id,
+    Name,
     NonEmptyStr,
+    PageSize,
+    RequestModel,
     SessionOutcomeSource,
     TimeWindow,
 )
@@ -57,7 +62,8 @@ def _agent_version_or_default(value: str) -> str:
     return value or DEFAULT_AGENT_VERSION
 
 
-AgentVersion: TypeAlias = Annotated[str, AfterValidator(_agent_version_or_default)]
+AgentVersion: TypeAlias = Annotated[Name, AfterValidator(_agent_version_or_default)]
+Names: TypeAlias = Annotated[list[Name], Field(max_length=100)]
 """An agent version where an empty string means the default, ``agent-v0``."""
 
 
@@ -69,9 +75,9 @@ AgentVersion: TypeAlias = Annotated[str, AfterValidator(_agent_version_or_defaul
 class RerunProfileGenerationRequest(TimeWindow):
     """Re-extract profiles from all matching interactions; results arrive as pending."""
 
-    user_id: str | None = None
+    user_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    extractor_names: list[str] | None = None  # accepted and ignored: one extractor per org
+    extractor_names: Names | None = None  # accepted and ignored: one extractor per org
 
 
 class RerunProfileGenerationResponse(BaseModel):
@@ -83,12 +89,12 @@ class RerunProfileGenerationResponse(BaseModel):
     operation_id: str = "rerun_profile_generation"
 
 
-class ManualProfileGenerationRequest(BaseModel):
+class ManualProfileGenerationRequest(RequestModel):
     """Extract profiles now from the latest window of interactions; results are current."""
 
-    user_id: str | None = None
+    user_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    extractor_names: list[str] | None = None  # accepted and ignored
+    extractor_names: Names | None = None  # accepted and ignored
 
 
 class ManualProfileGenerationResponse(BaseModel):
@@ -99,12 +105,12 @@ class ManualProfileGenerationResponse(BaseModel):
     profiles_generated: int | None = None
 
 
-class UpgradeProfilesRequest(BaseModel):
+class UpgradeProfilesRequest(RequestModel):
     """Promote pending profiles to current, archiving the current ones (``None`` = all users)."""
 
-    user_id: str | None = None
-    profile_ids: list[str] | None = None
-    only_affected_users: bool = False
+    user_id: Id | None = None
+    profile_ids: list[Id] | None = Field(default=None, max_length=10_000)
+    only_affected_users: Flag = False
 
 
 class UpgradeProfilesResponse(BaseModel):
@@ -117,12 +123,12 @@ class UpgradeProfilesResponse(BaseModel):
     message: str = ""
 
 
-class DowngradeProfilesRequest(BaseModel):
+class DowngradeProfilesRequest(RequestModel):
     """Undo an upgrade: current back to pending, archived back to current."""
 
-    user_id: str | None = None
-    profile_ids: list[str] | None = None
-    only_affected_users: bool = False
+    user_id: Id | None = None
+    profile_ids: list[Id] | None = Field(default=None, max_length=10_000)
+    only_affected_users: Flag = False
 
 
 class DowngradeProfilesResponse(BaseModel):
@@ -143,7 +149,7 @@ class RerunPlaybookGenerationRequest(TimeWindow):
     """Re-extract user playbooks for an agent version; results arrive as pending."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
-    playbook_name: str | None = None  # accepted and ignored
+    playbook_name: Name | None = None  # accepted and ignored
     source: SessionOutcomeSource | None = None
 
 
@@ -156,12 +162,12 @@ class RerunPlaybookGenerationResponse(BaseModel):
     operation_id: str = "rerun_playbook_generation"
 
 
-class ManualPlaybookGenerationRequest(BaseModel):
+class ManualPlaybookGenerationRequest(RequestModel):
     """Extract user playbooks now from the latest window; results are current."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
     source: SessionOutcomeSource | None = None
-    playbook_name: str | None = None  # accepted and ignored
+    playbook_name: Name | None = None  # accepted and ignored
 
 
 class ManualPlaybookGenerationResponse(BaseModel):
@@ -172,12 +178,12 @@ class ManualPlaybookGenerationResponse(BaseModel):
     playbooks_generated: int | None = None
 
 
-class UpgradeUserPlaybooksRequest(BaseModel):
+class UpgradeUserPlaybooksRequest(RequestModel):
     """Promote pending user playbooks to current."""
 
-    agent_version: str | None = None
-    playbook_name: str | None = None
-    archive_current: bool = True
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
+    archive_current: Flag = True
 
 
 class UpgradeUserPlaybooksResponse(BaseModel):
@@ -190,11 +196,11 @@ class UpgradeUserPlaybooksResponse(BaseModel):
     message: str = ""
 
 
-class DowngradeUserPlaybooksRequest(BaseModel):
+class DowngradeUserPlaybooksRequest(RequestModel):
     """Undo a user playbook upgrade."""
 
-    agent_version: str | None = None
-    playbook_name: str | None = None
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
 
 
 class DowngradeUserPlaybooksResponse(BaseModel):
@@ -206,11 +212,11 @@ class DowngradeUserPlaybooksResponse(BaseModel):
     message: str = ""
 
 
-class RunPlaybookAggregationRequest(BaseModel):
+class RunPlaybookAggregationRequest(RequestModel):
     """Cluster an agent version's user playbooks into agent playbooks now."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
-    playbook_name: NonEmptyStr = "playbook"
+    playbook_name: Annotated[NonEmptyStr, Field(max_length=255)] = "playbook"
 
 
 class RunPlaybookAggregationResponse(BaseModel):
@@ -244,10 +250,10 @@ class OperationStatusInfo(BaseModel):
     progress_percentage: float = Field(default=0.0, ge=0.0, le=100.0)
 
 
-class GetOperationStatusRequest(BaseModel):
+class GetOperationStatusRequest(RequestModel):
     """Which operation to report on (``profile_generation`` or ``playbook_generation``)."""
 
-    service_name: str = "profile_generation"
+    service_name: Name = "profile_generation"
 
 
 class GetOperationStatusResponse(BaseModel):
@@ -266,8 +272,8 @@ class GetOperationStatusResponse(BaseModel):
 class GetAgentSuccessEvaluationResultsRequest(TimeWindow):
     """Session-success verdicts, newest first."""
 
-    limit: int | None = Field(default=100, gt=0)
-    agent_version: str | None = None
+    limit: PageSize | None = 100
+    agent_version: Name | None = None
 
 
 class GetEvaluationResultsViewResponse(BaseModel):
@@ -281,9 +287,9 @@ class GetEvaluationResultsViewResponse(BaseModel):
 class GetRetrievedLearningEvaluationResultsRequest(TimeWindow):
     """Per-learning verdicts; the time window applies to the turn that received the learning."""
 
-    user_id: str | None = None
-    session_id: str | None = None
-    limit: int = Field(default=100, ge=1, le=1_000)
+    user_id: Id | None = None
+    session_id: Id | None = None
+    limit: PageSize = 100
 
 
 class GetRetrievedLearningEvaluationResultsResponse(BaseModel):

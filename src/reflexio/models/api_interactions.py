@@ -19,12 +19,19 @@ from reflexio.models.entities import (
     Request,
     SearchMode,
     check_experiment_pair,
+    non_empty_turn_schema,
 )
 from reflexio.models.fields import (
     CapturesUnknownFields,
-    NonEmptyStr,
+    Flag,
+    Fraction,
+    Id,
+    PageSize,
+    RequestModel,
+    RowId,
     SessionOutcomeSource,
     TimeWindow,
+    TopK,
 )
 
 __all__ = [
@@ -93,18 +100,20 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
     :meth:`payload_warnings`; indices in every report refer to the list as the caller sent it.
     """
 
-    request_id: NonEmptyStr | None = None
-    user_id: NonEmptyStr
-    interaction_data_list: list[InteractionData] = Field(min_length=1, max_length=1_000)
+    request_id: Id | None = None
+    user_id: Id
+    interaction_data_list: list[InteractionData] = Field(
+        min_length=1, max_length=1_000, json_schema_extra={"contains": non_empty_turn_schema()}
+    )
     source: SessionOutcomeSource = ""
     agent_version: str = Field(default="", max_length=1_000)
-    session_id: NonEmptyStr
-    session_finished: bool = False
-    skip_aggregation: bool = False
-    force_extraction: bool = False
-    evaluation_only: bool = False
-    override_learning_stall: bool = False
-    retrieval_experiment_id: NonEmptyStr | None = None
+    session_id: Id
+    session_finished: Flag = False
+    skip_aggregation: Flag = False
+    force_extraction: Flag = False
+    evaluation_only: Flag = False
+    override_learning_stall: Flag = False
+    retrieval_experiment_id: Id | None = None
     retrieval_experiment_arm: Literal["treatment", "holdout"] | None = None
 
     _interaction_unknown_fields: list[list[str]] = PrivateAttr(default_factory=list)
@@ -226,11 +235,11 @@ class LearningStatusResponse(BaseModel):
     reason: str | None = None
 
 
-class FinalizeSessionRequest(BaseModel):
+class FinalizeSessionRequest(RequestModel):
     """A hint that a session is over, so it can be learned from and judged without waiting."""
 
-    user_id: NonEmptyStr
-    session_id: NonEmptyStr
+    user_id: Id
+    session_id: Id
 
 
 class FinalizeSessionResponse(BaseModel):
@@ -249,8 +258,8 @@ class FinalizeSessionResponse(BaseModel):
 class GetInteractionsRequest(TimeWindow):
     """One user's most recent turns, optionally within a time window."""
 
-    user_id: NonEmptyStr
-    top_k: int | None = Field(default=30, gt=0)
+    user_id: Id
+    top_k: PageSize | None = 30
 
 
 class GetInteractionsViewResponse(BaseModel):
@@ -264,12 +273,12 @@ class GetInteractionsViewResponse(BaseModel):
 class SearchInteractionRequest(TimeWindow):
     """Search one user's turns by text and/or meaning."""
 
-    user_id: NonEmptyStr
-    request_id: str | None = None
-    query: str | None = None
-    top_k: int | None = Field(default=None, gt=0)
-    most_recent_k: int | None = Field(default=None, gt=0)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    user_id: Id
+    request_id: Id | None = None
+    query: str | None = Field(default=None, max_length=10_000)
+    top_k: TopK | None = None
+    most_recent_k: PageSize | None = None
+    threshold: Fraction | None = None
     search_mode: SearchMode = SearchMode.HYBRID
 
 
@@ -284,12 +293,12 @@ class SearchInteractionsViewResponse(BaseModel):
 class GetRequestsRequest(TimeWindow):
     """Sessions with their requests and turns; paginated by session, not by request."""
 
-    user_id: str | None = None
-    request_id: str | None = None
-    session_id: str | None = None
+    user_id: Id | None = None
+    request_id: Id | None = None
+    session_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    top_k: int | None = Field(default=30, gt=0)
-    offset: int | None = Field(default=0, ge=0)
+    top_k: PageSize | None = 30
+    offset: int | None = Field(default=0, ge=0, le=1_000_000)
 
 
 class RequestDataView(BaseModel):
@@ -320,11 +329,11 @@ class GetRequestsViewResponse(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class DeleteUserInteractionRequest(BaseModel):
+class DeleteUserInteractionRequest(RequestModel):
     """Delete one turn of one user."""
 
-    user_id: NonEmptyStr
-    interaction_id: int = Field(gt=0)
+    user_id: Id
+    interaction_id: RowId
 
 
 class DeleteUserInteractionResponse(BaseModel):
@@ -334,10 +343,10 @@ class DeleteUserInteractionResponse(BaseModel):
     message: str = ""
 
 
-class DeleteRequestRequest(BaseModel):
+class DeleteRequestRequest(RequestModel):
     """Delete a request and its turns."""
 
-    request_id: NonEmptyStr
+    request_id: Id
 
 
 class DeleteRequestResponse(BaseModel):
@@ -347,10 +356,10 @@ class DeleteRequestResponse(BaseModel):
     message: str = ""
 
 
-class DeleteSessionRequest(BaseModel):
+class DeleteSessionRequest(RequestModel):
     """Delete every request of a session."""
 
-    session_id: NonEmptyStr
+    session_id: Id
 
 
 class DeleteSessionResponse(BaseModel):
@@ -361,10 +370,10 @@ class DeleteSessionResponse(BaseModel):
     deleted_requests_count: int = 0
 
 
-class DeleteRequestsByIdsRequest(BaseModel):
+class DeleteRequestsByIdsRequest(RequestModel):
     """Delete several requests at once."""
 
-    request_ids: list[str] = Field(min_length=1, max_length=10_000)
+    request_ids: list[Id] = Field(min_length=1, max_length=10_000)
 
 
 class BulkDeleteResponse(BaseModel):

@@ -7,22 +7,37 @@ Learnings are user profiles, user playbooks and agent playbooks. Searching them 
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Annotated, Any, Self, TypeAlias
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from reflexio.models.entities import (
     AgentPlaybook,
     AgentPlaybookView,
     PlaybookStatus,
     ProfileChangeLogView,
+    ProfileTimeToLive,
     ProfileView,
     Status,
     UserPlaybook,
     UserPlaybookView,
     UserProfile,
 )
-from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow
+from reflexio.models.fields import (
+    MAX_BULK_ITEMS,
+    MAX_BULK_TEXT,
+    NON_BLANK_PATTERN,
+    Id,
+    LearningText,
+    Name,
+    PageSize,
+    QueryText,
+    RequestModel,
+    RowId,
+    SessionOutcomeSource,
+    TimeWindow,
+    is_blank,
+)
 
 __all__ = [
     "AddAgentPlaybookRequest",
@@ -63,16 +78,41 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-class AddUserProfileRequest(BaseModel):
-    """Store profiles directly, bypassing extraction; each needs content to be embedded."""
+#: An edited text of a learning: when it is sent at all it must say something (a blank content
+#: or trigger could leave a playbook with nothing to embed).
+NonBlankText: TypeAlias = Annotated[LearningText, StringConstraints(pattern=NON_BLANK_PATTERN)]
 
-    user_profiles: list[UserProfile] = Field(min_length=1)
+
+def _check_bulk_text(name: str, texts: list[int]) -> None:
+    """Refuse a bulk write whose learnings hold more text, in all, than :data:`MAX_BULK_TEXT`.
+
+    Raises:
+        ValueError: Naming the list and the total.
+    """
+    total = sum(texts)
+    if total > MAX_BULK_TEXT:
+        raise ValueError(
+            f"{name} carries {total:,} characters of text in all; one request may carry at most"
+            f" {MAX_BULK_TEXT:,} (send the rest in further requests)"
+        )
+
+
+def _text_size(*values: str | None) -> int:
+    return sum(len(value) for value in values if value)
+
+
+class AddUserProfileRequest(RequestModel):
+    """Store profiles directly, bypassing extraction; each needs content to be embedded.
+
+    At most 1,000 profiles and 1,000,000 characters of content per request: embedding is the
+    expensive part of a write, and these bounds keep one request to seconds of work.
+    """
+
+    user_profiles: list[UserProfile] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
 
     @model_validator(mode="after")
-    def _every_profile_has_content(self) -> Self:
-        for index, profile in enumerate(self.user_profiles):
-            if not profile.content:
-                raise ValueError(f"user_profiles[{index}].content is required for embedding")
+    def _bounded_text(self) -> Self:
+        _check_bulk_text("user_profiles", [_text_size(p.content) for p in self.user_profiles])
         return self
 
 
@@ -87,14 +127,14 @@ class AddUserProfileResponse(BaseModel):
 class GetUserProfilesRequest(TimeWindow):
     """One user's profiles, filtered; ``status_filter=[null]`` means current only."""
 
-    user_id: NonEmptyStr
-    profile_id: str | None = None
-    query: str | None = None
-    top_k: int | None = Field(default=30, gt=0)
+    user_id: Id
+    profile_id: Id | None = None
+    query: QueryText | None = None
+    top_k: PageSize | None = 30
     source: SessionOutcomeSource | None = None
-    profile_time_to_live: str | None = None
-    status_filter: list[Status | None] | None = None
-    tags: list[str] | None = None
+    profile_time_to_live: ProfileTimeToLive | None = None
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
+    tags: list[Name] | None = Field(default=None, max_length=100)
 
 
 class GetProfilesViewResponse(BaseModel):
@@ -105,12 +145,12 @@ class GetProfilesViewResponse(BaseModel):
     msg: str | None = None
 
 
-class UpdateUserProfileRequest(BaseModel):
+class UpdateUserProfileRequest(RequestModel):
     """Change a profile's content and/or custom features; ``None`` leaves a field alone."""
 
-    user_id: str
-    profile_id: str
-    content: str | None = None
+    user_id: Id
+    profile_id: Id
+    content: LearningText | None = None
     custom_features: dict[str, Any] | None = None
 
 
@@ -139,12 +179,25 @@ class GetProfileStatisticsResponse(BaseModel):
     msg: str | None = None
 
 
-class DeleteUserProfileRequest(BaseModel):
-    """Delete one profile by id, or the user's profiles matching ``search_query``."""
+class DeleteUserProfileRequest(RequestModel):
+    """Delete one profile by id, or the user's profiles matching ``search_query`` (one is needed)."""
 
-    user_id: NonEmptyStr
-    profile_id: str = ""
-    search_query: str = ""
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"profile_id": {"minLength": 1}}, "required": ["profile_id"]},
+                {
+                    "properties": {"search_query": {"pattern": NON_BLANK_PATTERN}},
+                    "required": ["search_query"],
+                },
+            ]
+        },
+    )
+
+    user_id: Id
+    profile_id: Name = ""
+    search_query: QueryText = ""
 
 
 class DeleteUserProfileResponse(BaseModel):
@@ -154,10 +207,10 @@ class DeleteUserProfileResponse(BaseModel):
     message: str = ""
 
 
-class DeleteProfilesByIdsRequest(BaseModel):
+class DeleteProfilesByIdsRequest(RequestModel):
     """Delete several profiles at once."""
 
-    profile_ids: list[str] = Field(min_length=1, max_length=10_000)
+    profile_ids: list[Id] = Field(min_length=1, max_length=10_000)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,18 +218,25 @@ class DeleteProfilesByIdsRequest(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class AddUserPlaybookRequest(BaseModel):
-    """Store user playbooks directly; each needs a content or a trigger to be embedded."""
+class AddUserPlaybookRequest(RequestModel):
+    """Store user playbooks directly; each needs a content or a trigger to be embedded.
 
-    user_playbooks: list[UserPlaybook] = Field(min_length=1, max_length=1_000)
+    Bounded like :class:`AddUserProfileRequest`.
+    """
+
+    user_playbooks: list[UserPlaybook] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
 
     @model_validator(mode="after")
     def _every_playbook_has_text(self) -> Self:
         for index, playbook in enumerate(self.user_playbooks):
-            if not (playbook.trigger or playbook.content):
+            if is_blank(playbook.trigger) and is_blank(playbook.content):
                 raise ValueError(
                     f"user_playbooks[{index}]: at least one of content or trigger must be provided"
                 )
+        _check_bulk_text(
+            "user_playbooks",
+            [_text_size(p.content, p.trigger, p.rationale, p.pitfall) for p in self.user_playbooks],
+        )
         return self
 
 
@@ -188,10 +248,18 @@ class AddUserPlaybookResponse(BaseModel):
     added_count: int = 0
 
 
-class AddAgentPlaybookRequest(BaseModel):
-    """Store agent playbooks directly (for example, hand-written rules)."""
+class AddAgentPlaybookRequest(RequestModel):
+    """Store agent playbooks directly (for example, hand-written rules); bounded like profiles."""
 
-    agent_playbooks: list[AgentPlaybook] = Field(min_length=1)
+    agent_playbooks: list[AgentPlaybook] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+
+    @model_validator(mode="after")
+    def _bounded_text(self) -> Self:
+        _check_bulk_text(
+            "agent_playbooks",
+            [_text_size(p.content, p.trigger, p.rationale, p.pitfall) for p in self.agent_playbooks],
+        )
+        return self
 
 
 class AddAgentPlaybookResponse(BaseModel):
@@ -205,15 +273,15 @@ class AddAgentPlaybookResponse(BaseModel):
 class GetUserPlaybooksRequest(TimeWindow):
     """User playbooks, filtered; ``status_filter=[null]`` means current only."""
 
-    limit: int | None = Field(default=100, gt=0)
-    user_playbook_id: int | None = Field(default=None, gt=0)
-    user_id: str | None = None
-    request_id: str | None = None
-    query: str | None = None
-    playbook_name: str | None = None
-    agent_version: str | None = None
-    status_filter: list[Status | None] | None = None
-    tags: list[str] | None = None
+    limit: PageSize | None = 100
+    user_playbook_id: RowId | None = None
+    user_id: Id | None = None
+    request_id: Id | None = None
+    query: QueryText | None = None
+    playbook_name: Name | None = None
+    agent_version: Name | None = None
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
+    tags: list[Name] | None = Field(default=None, max_length=100)
 
 
 class GetUserPlaybooksViewResponse(BaseModel):
@@ -227,16 +295,16 @@ class GetUserPlaybooksViewResponse(BaseModel):
 class GetAgentPlaybooksRequest(TimeWindow):
     """Agent playbooks, filtered by lifecycle and by review state."""
 
-    limit: int | None = Field(default=100, gt=0)
-    agent_playbook_id: int | None = Field(default=None, gt=0)
-    query: str | None = None
-    playbook_name: str | None = None
-    agent_version: str | None = None
-    status_filter: list[Status | None] | None = None
+    limit: PageSize | None = 100
+    agent_playbook_id: RowId | None = None
+    query: QueryText | None = None
+    playbook_name: Name | None = None
+    agent_version: Name | None = None
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
     playbook_status_filter: PlaybookStatus | None = None
-    tags: list[str] | None = None
-    request_id: str | None = None
-    session_id: str | None = None
+    tags: list[Name] | None = Field(default=None, max_length=100)
+    request_id: Id | None = None
+    session_id: Id | None = None
 
 
 class GetAgentPlaybooksViewResponse(BaseModel):
@@ -247,10 +315,10 @@ class GetAgentPlaybooksViewResponse(BaseModel):
     msg: str | None = None
 
 
-class UpdatePlaybookStatusRequest(BaseModel):
+class UpdatePlaybookStatusRequest(RequestModel):
     """Approve, reject or re-open an agent playbook."""
 
-    agent_playbook_id: int = Field(gt=0)
+    agent_playbook_id: RowId
     playbook_status: PlaybookStatus
 
 
@@ -261,14 +329,14 @@ class UpdatePlaybookStatusResponse(BaseModel):
     msg: str | None = None
 
 
-class UpdateAgentPlaybookRequest(BaseModel):
+class UpdateAgentPlaybookRequest(RequestModel):
     """Edit an agent playbook; ``None`` leaves a field alone."""
 
-    agent_playbook_id: int = Field(gt=0)
-    playbook_name: str | None = None
-    content: str | None = None
-    trigger: str | None = None
-    rationale: str | None = None
+    agent_playbook_id: RowId
+    playbook_name: Name | None = None
+    content: NonBlankText | None = None
+    trigger: NonBlankText | None = None
+    rationale: LearningText | None = None
     playbook_status: PlaybookStatus | None = None
 
 
@@ -279,14 +347,14 @@ class UpdateAgentPlaybookResponse(BaseModel):
     msg: str | None = None
 
 
-class UpdateUserPlaybookRequest(BaseModel):
+class UpdateUserPlaybookRequest(RequestModel):
     """Edit a user playbook; ``None`` leaves a field alone."""
 
-    user_playbook_id: int = Field(gt=0)
-    playbook_name: str | None = None
-    content: str | None = None
-    trigger: str | None = None
-    rationale: str | None = None
+    user_playbook_id: RowId
+    playbook_name: Name | None = None
+    content: NonBlankText | None = None
+    trigger: NonBlankText | None = None
+    rationale: LearningText | None = None
 
 
 class UpdateUserPlaybookResponse(BaseModel):
@@ -296,10 +364,10 @@ class UpdateUserPlaybookResponse(BaseModel):
     msg: str | None = None
 
 
-class DeleteAgentPlaybookRequest(BaseModel):
+class DeleteAgentPlaybookRequest(RequestModel):
     """Delete one agent playbook."""
 
-    agent_playbook_id: int = Field(gt=0)
+    agent_playbook_id: RowId
 
 
 class DeleteAgentPlaybookResponse(BaseModel):
@@ -309,10 +377,10 @@ class DeleteAgentPlaybookResponse(BaseModel):
     message: str = ""
 
 
-class DeleteUserPlaybookRequest(BaseModel):
+class DeleteUserPlaybookRequest(RequestModel):
     """Delete one user playbook."""
 
-    user_playbook_id: int = Field(gt=0)
+    user_playbook_id: RowId
 
 
 class DeleteUserPlaybookResponse(BaseModel):
@@ -322,13 +390,13 @@ class DeleteUserPlaybookResponse(BaseModel):
     message: str = ""
 
 
-class DeleteAgentPlaybooksByIdsRequest(BaseModel):
+class DeleteAgentPlaybooksByIdsRequest(RequestModel):
     """Delete several agent playbooks at once."""
 
-    agent_playbook_ids: list[int] = Field(min_length=1, max_length=10_000)
+    agent_playbook_ids: list[RowId] = Field(min_length=1, max_length=10_000)
 
 
-class DeleteUserPlaybooksByIdsRequest(BaseModel):
+class DeleteUserPlaybooksByIdsRequest(RequestModel):
     """Delete several user playbooks at once."""
 
-    user_playbook_ids: list[int] = Field(min_length=1, max_length=10_000)
+    user_playbook_ids: list[RowId] = Field(min_length=1, max_length=10_000)

@@ -8,7 +8,7 @@ document, so a user can take their data away (and ``clear_user_data`` can remove
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -20,11 +20,12 @@ from reflexio.models.entities import (
     UserPlaybook,
     UserProfile,
 )
-from reflexio.models.fields import NonEmptyStr, now_epoch
+from reflexio.models.fields import Id, RequestModel, now_epoch
 
 __all__ = [
     "ClearUserDataRequest",
     "ClearUserDataResponse",
+    "ErrorResponse",
     "ExportUserDataResponse",
     "LivenessResponse",
     "ReadinessCheck",
@@ -34,6 +35,22 @@ __all__ = [
     "VersionResponse",
     "WhoamiResponse",
 ]
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error the API answers with (4xx and 5xx alike).
+
+    ``error`` is a stable machine-readable code (``validation_error``, ``not_found``,
+    ``quota_exceeded``...), ``detail`` and ``message`` the same human-readable sentence (both,
+    because Reflexio's clients read one or the other), ``details`` structured context: for a
+    422 the list of problems, each naming its field in ``loc``.
+    """
+
+    success: Literal[False] = False
+    error: str
+    detail: str
+    message: str
+    details: dict[str, Any] | None = None
 
 
 class RootResponse(BaseModel):
@@ -92,10 +109,10 @@ class SetConfigResponse(BaseModel):
     msg: str | None = None
 
 
-class ClearUserDataRequest(BaseModel):
+class ClearUserDataRequest(RequestModel):
     """Delete everything scoped to one user (agent playbooks are shared and stay)."""
 
-    user_id: NonEmptyStr
+    user_id: Id
 
 
 class ClearUserDataResponse(BaseModel):

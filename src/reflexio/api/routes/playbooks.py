@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     AddAgentPlaybookRequest,
     AddAgentPlaybookResponse,
@@ -70,7 +70,7 @@ def get_agent_playbooks(
     return playbooks.get_agent_playbooks(core, caller.org_id, body)
 
 
-@router.put("/update_user_playbook")
+@router.put("/update_user_playbook", responses=documented(404))
 def update_user_playbook(
     body: UpdateUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateUserPlaybookResponse:
@@ -78,7 +78,7 @@ def update_user_playbook(
     return playbooks.update_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.put("/update_agent_playbook")
+@router.put("/update_agent_playbook", responses=documented(404))
 def update_agent_playbook(
     body: UpdateAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateAgentPlaybookResponse:
@@ -86,7 +86,7 @@ def update_agent_playbook(
     return playbooks.update_agent_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.put("/update_agent_playbook_status")
+@router.put("/update_agent_playbook_status", responses=documented(404))
 def update_agent_playbook_status(
     body: UpdatePlaybookStatusRequest, core: CoreDep, caller: CallerDep
 ) -> UpdatePlaybookStatusResponse:
@@ -110,7 +110,7 @@ def search_agent_playbooks(
     return search.search_agent_playbooks(core, caller.org_id, body)
 
 
-@router.delete("/delete_user_playbook")
+@router.delete("/delete_user_playbook", responses=documented(404))
 def delete_user_playbook(
     body: DeleteUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteUserPlaybookResponse:
@@ -118,7 +118,7 @@ def delete_user_playbook(
     return playbooks.delete_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.delete("/delete_agent_playbook")
+@router.delete("/delete_agent_playbook", responses=documented(404))
 def delete_agent_playbook(
     body: DeleteAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteAgentPlaybookResponse:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from reflexio.api.auth import CallerDep, CoreDep
+from reflexio.api.errors import documented
 from reflexio.api.routes import WireRoute, api_router
 from reflexio.models import (
     LivenessResponse,
@@ -26,7 +28,7 @@ from reflexio.models import (
 
 __all__ = ["public", "router", "server_version"]
 
-public = APIRouter(tags=["system"], route_class=WireRoute)
+public = APIRouter(tags=["system"], route_class=WireRoute, responses=documented(500))
 router = api_router("system")
 
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -47,8 +49,13 @@ def root() -> RootResponse:
     return RootResponse()
 
 
-@public.get("/health", response_model=ReadinessResponse)
-@public.get("/health/ready", response_model=ReadinessResponse)
+_NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"model": ReadinessResponse, "description": "Not ready: a required check failed"}
+}
+
+
+@public.get("/health", response_model=ReadinessResponse, responses=_NOT_READY)
+@public.get("/health/ready", response_model=ReadinessResponse, responses=_NOT_READY)
 def ready(core: CoreDep) -> JSONResponse:
     """Readiness: 200 when storage answers, 503 otherwise."""
     checked_at = dt.datetime.now(dt.UTC)
