@@ -70,7 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="reflexio-fuzz-") as tmp:
         home = Path(tmp)
         with backend_url(args.backend, home) as url:
-            env = {"HOME": str(home), "REFLEXIO_HOME": str(home / ".reflexio"), "REFLEXIO_STORAGE_URL": url}
+            env = {
+                "HOME": str(home),
+                "REFLEXIO_HOME": str(home / ".reflexio"),
+                "REFLEXIO_STORAGE_URL": url,
+                "REFLEXIO_WORKERS": "0",
+            }
             with server_process(env) as base:
                 result = run(base, home / "report")
     result.pop("output_tail") if not result["output_tail"] else None

@@ -82,6 +82,9 @@ class Settings:
         job_poll_seconds: How long an idle worker sleeps between claim attempts.
         job_lease_seconds: How long a claimed job stays leased without a heartbeat.
         llm_timeout_seconds: Per-call timeout for LLM requests.
+        shutdown_grace_seconds: How long a stopping server gives requests in flight and the
+            jobs in hand to finish; after it the rest is cancelled or released, so a stop
+            never takes (much) longer.
         log_level: Python logging level name.
         environ: The mapping the settings were read from, kept for provider keys
             that LiteLLM reads itself (never logged).
@@ -99,6 +102,7 @@ class Settings:
     job_poll_seconds: float = 0.5
     job_lease_seconds: float = 60.0
     llm_timeout_seconds: float = 60.0
+    shutdown_grace_seconds: float = 20.0
     log_level: str = "INFO"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -121,6 +125,7 @@ class Settings:
             job_poll_seconds=_float(env, "REFLEXIO_JOB_POLL_SECONDS", 0.5),
             job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
+            shutdown_grace_seconds=_float(env, "REFLEXIO_SHUTDOWN_GRACE_SECONDS", 20.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
             environ=env,
         )

@@ -17,6 +17,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "ReflexioError",
+    "RequestCancelledError",
     "ServiceUnavailableError",
     "StorageError",
     "ValidationError",
@@ -117,6 +118,12 @@ class StorageError(ServiceUnavailableError):
     code = "storage_error"
 
 
+class RequestCancelledError(ServiceUnavailableError):
+    """Long work stopped before it wrote anything: the client left or the server is stopping."""
+
+    code = "cancelled"
+
+
 _BY_STATUS_CLASSES: tuple[type[ReflexioError], ...] = (
     BadRequestError,
     AuthenticationError,
@@ -128,7 +135,12 @@ _BY_STATUS_CLASSES: tuple[type[ReflexioError], ...] = (
     ServiceUnavailableError,
 )
 _BY_STATUS: dict[int, type[ReflexioError]] = {cls.status_code: cls for cls in _BY_STATUS_CLASSES}
-_ALL_CLASSES: tuple[type[ReflexioError], ...] = (*_BY_STATUS_CLASSES, StorageError, ReflexioError)
+_ALL_CLASSES: tuple[type[ReflexioError], ...] = (
+    *_BY_STATUS_CLASSES,
+    StorageError,
+    RequestCancelledError,
+    ReflexioError,
+)
 _BY_CODE: dict[str, type[ReflexioError]] = {cls.code: cls for cls in _ALL_CLASSES}
 
 

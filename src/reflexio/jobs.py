@@ -232,6 +232,10 @@ class WorkerPool:
             self._threads.append(thread)
             thread.start()
 
+    def begin_stop(self) -> None:
+        """Stop claiming new jobs (the jobs in hand go on); :meth:`stop` then waits for them."""
+        self._stop.set()
+
     def stop(self, grace_seconds: float = 30.0) -> None:
         """Stop claiming, let jobs in hand finish for ``grace_seconds``, release the rest."""
         self._stop.set()

@@ -21,6 +21,7 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
         "HOME": str(tmp_path),
         "REFLEXIO_HOME": str(tmp_path / ".reflexio"),
         "REFLEXIO_STORAGE_URL": f"sqlite:///{tmp_path}/fuzz.db",
+        "REFLEXIO_WORKERS": "0",  # the HTTP surface is under test, not learning
     }
     with server_process(env) as base:
         result = run(base, tmp_path / "report")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from reflexio.api import browsers, errors, openapi
+from reflexio.api import browsers, errors, lifecycle, openapi
 from reflexio.api.routes import (
     generation,
     interactions,
@@ -42,6 +42,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         redirect_slashes=False,
     )
     app.state.core = core
+    app.state.draining = lifecycle.Draining()
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers

@@ -3,9 +3,12 @@
 ``serve(settings)`` is what ``reflexio services start`` runs: it opens the core once, mounts the
 app, starts ``settings.workers`` job workers with it (nobody has to run a worker separately),
 and on shutdown lets the workers finish or release the jobs in hand before the storage is
-closed. The workers run in a child process the server supervises
-(``api.worker_process`` says why), or as threads of the server when the store or the LLM
-cannot be shared with another process, or when ``REFLEXIO_WORKER_PROCESS=0``.
+closed. A stop fits in ``settings.shutdown_grace_seconds``: on the signal, long requests in
+flight are cancelled and the workers stop claiming at once; uvicorn waits at most the grace
+period for requests, and the workers get what is left of it. The workers run in a child
+process the server supervises (``api.worker_process`` says why), or as threads of the server
+when the store or the LLM cannot be shared with another process, or when
+``REFLEXIO_WORKER_PROCESS=0``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
 
 from reflexio.api import create_app
+from reflexio.api.lifecycle import Draining
 from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
@@ -30,8 +35,8 @@ __all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"
 
 log = logging.getLogger(__name__)
 
-#: Seconds the workers get at shutdown to finish the jobs in hand.
-SHUTDOWN_GRACE_SECONDS = 20.0
+#: What is left of the grace period for the workers once requests have drained (at least).
+_MIN_WORKER_GRACE = 1.0
 
 
 def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
@@ -43,22 +48,28 @@ def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
             (only for a store other processes can open; see `workers_can_run_apart`).
     """
     app = create_app(core)
+    draining: Draining = app.state.draining
+    grace = core.settings.shutdown_grace_seconds
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         pool, child = None, None
         if core.settings.workers > 0 and worker_process:
-            child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS)
+            child = WorkerProcess(core.settings, grace_seconds=grace)
             child.start()
+            draining.on_begin(child.begin_stop)
         elif core.settings.workers > 0:
             pool = start_pool(core)
+            draining.on_begin(pool.begin_stop)
         try:
             yield
         finally:
+            draining.begin()  # a lifespan ended without a signal (tests, embedding) drains too
+            left = max(_MIN_WORKER_GRACE, draining.remaining(grace))
             if child is not None:
-                child.stop()
+                child.stop(left)
             if pool is not None:
-                pool.stop(SHUTDOWN_GRACE_SECONDS)
+                pool.stop(left)
             core.close()
 
     app.router.lifespan_context = lifespan
@@ -71,9 +82,27 @@ def serve(settings: Settings) -> None:
     core = open_core(settings)
     app = build_server_app(core, worker_process=settings.worker_process and workers_can_run_apart(core))
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_seconds)),
     )
+    _DrainingServer(config, app.state.draining).run()
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn, telling the app the moment it is asked to stop (before it waits for requests)."""
+
+    def __init__(self, config: uvicorn.Config, draining: Draining) -> None:
+        super().__init__(config)
+        self._draining = draining
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._draining.begin()
+        super().handle_exit(sig, frame)
 
 
 def workers_can_run_apart(core: Core) -> bool:
@@ -92,7 +121,9 @@ def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float =
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    grace = max(1, round(core.settings.shutdown_grace_seconds))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=grace)
+    server = _DrainingServer(config, app.state.draining)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -103,8 +134,9 @@ def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float =
             time.sleep(0.02)
         yield f"http://{host}:{sock.getsockname()[1]}"
     finally:
+        app.state.draining.begin()
         server.should_exit = True
-        thread.join(timeout=SHUTDOWN_GRACE_SECONDS + 10)
+        thread.join(timeout=core.settings.shutdown_grace_seconds + 10)
         sock.close()
 
 

@@ -84,6 +84,9 @@ def update_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfig
 def _merged(current: Config, body: Mapping[str, Any], *, partial: bool) -> Config:
     try:
         new = current.merge_update(body, partial=partial)
+        # What is stored must load back: a value valid as sent can grow past a limit once
+        # normalised (a URL is percent-encoded), and would then break every later request.
+        Config.from_stored(new.model_dump(mode="json"))
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         raise ValidationError(

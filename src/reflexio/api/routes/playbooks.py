@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from starlette.requests import Request
+
 from reflexio.api.auth import CallerDep, CoreDep
+from reflexio.api.lifecycle import cancellable
 from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     AddAgentPlaybookRequest,
@@ -39,19 +42,23 @@ router = api_router("playbooks")
 
 
 @router.post("/add_user_playbook")
-def add_user_playbook(
-    body: AddUserPlaybookRequest, core: CoreDep, caller: CallerDep
+async def add_user_playbook(
+    body: AddUserPlaybookRequest, request: Request, core: CoreDep, caller: CallerDep
 ) -> AddUserPlaybookResponse:
-    """Store user playbooks directly."""
-    return playbooks.add_user_playbooks(core, caller.org_id, body, actor=caller.actor)
+    """Store user playbooks directly (stopped, storing nothing, if the client leaves)."""
+    return await cancellable(
+        request, playbooks.add_user_playbooks, core, caller.org_id, body, actor=caller.actor
+    )
 
 
 @router.post("/add_agent_playbook")
-def add_agent_playbook(
-    body: AddAgentPlaybookRequest, core: CoreDep, caller: CallerDep
+async def add_agent_playbook(
+    body: AddAgentPlaybookRequest, request: Request, core: CoreDep, caller: CallerDep
 ) -> AddAgentPlaybookResponse:
     """Store agent playbooks directly (pending review unless the caller says otherwise)."""
-    return playbooks.add_agent_playbooks(core, caller.org_id, body, actor=caller.actor)
+    return await cancellable(
+        request, playbooks.add_agent_playbooks, core, caller.org_id, body, actor=caller.actor
+    )
 
 
 @router.post("/get_user_playbooks")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import Query
+from starlette.requests import Request
 
 from reflexio.api.auth import CallerDep, CoreDep
+from reflexio.api.lifecycle import cancellable
 from reflexio.api.routes import EpochParam, IdParam, PageParam, TextParam, api_router, documented
 from reflexio.models import (
     AddUserProfileRequest,
@@ -35,9 +37,16 @@ router = api_router("profiles")
 
 
 @router.post("/add_user_profile", responses=documented(409))
-def add_user_profile(body: AddUserProfileRequest, core: CoreDep, caller: CallerDep) -> AddUserProfileResponse:
-    """Store profiles directly (409 when a profile_id is already used)."""
-    return profiles.add_user_profiles(core, caller.org_id, body, actor=caller.actor)
+async def add_user_profile(
+    body: AddUserProfileRequest, request: Request, core: CoreDep, caller: CallerDep
+) -> AddUserProfileResponse:
+    """Store profiles directly (409 when a profile_id is already used).
+
+    Embedding stops (and nothing is stored) if the client leaves or the server shuts down.
+    """
+    return await cancellable(
+        request, profiles.add_user_profiles, core, caller.org_id, body, actor=caller.actor
+    )
 
 
 @router.post("/get_profiles")
