@@ -64,6 +64,14 @@ def _bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, tuple):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """How this server process runs.
@@ -85,6 +93,11 @@ class Settings:
         shutdown_grace_seconds: How long a stopping server gives requests in flight and the
             jobs in hand to finish; after it the rest is cancelled or released, so a stop
             never takes (much) longer.
+        secret_keys: Fernet keys that encrypt secrets at rest (``REFLEXIO_SECRET_KEYS``,
+            comma-separated): the first encrypts, every one decrypts, so a new key goes first
+            and the old one stays listed until ``reflexio secrets rotate`` has run. Empty:
+            the key in ``secret_key_file`` (created, owner-only, on first start).
+        secret_key_file: Where the generated key lives when no key is given.
         log_level: Python logging level name.
         environ: The mapping the settings were read from, kept for provider keys
             that LiteLLM reads itself (never logged).
@@ -103,6 +116,8 @@ class Settings:
     job_lease_seconds: float = 60.0
     llm_timeout_seconds: float = 60.0
     shutdown_grace_seconds: float = 20.0
+    secret_keys: tuple[str, ...] = field(default=(), repr=False)
+    secret_key_file: Path | None = None
     log_level: str = "INFO"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -126,6 +141,10 @@ class Settings:
             job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
             shutdown_grace_seconds=_float(env, "REFLEXIO_SHUTDOWN_GRACE_SECONDS", 20.0),
+            secret_keys=tuple(k.strip() for k in env.get("REFLEXIO_SECRET_KEYS", "").split(",") if k.strip()),
+            secret_key_file=Path(env["REFLEXIO_SECRET_KEY_FILE"]).expanduser()
+            if env.get("REFLEXIO_SECRET_KEY_FILE")
+            else home / "secret.key",
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
             environ=env,
         )
@@ -144,8 +163,9 @@ class Settings:
         """
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in {"home", "environ"}}
         derived = {
-            f"REFLEXIO_{name.upper()}": ("1" if value else "0") if isinstance(value, bool) else str(value)
+            f"REFLEXIO_{name.upper()}": _env_value(value)
             for name, value in values.items()
+            if value is not None
         }  # every field is read from REFLEXIO_<NAME> (see from_env)
         return {**self.environ, "REFLEXIO_HOME": str(self.home), **derived}
 

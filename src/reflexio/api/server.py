@@ -14,6 +14,7 @@ when the store or the LLM cannot be shared with another process, or when
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -28,6 +29,7 @@ from reflexio.api import create_app
 from reflexio.api.lifecycle import Draining
 from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
+from reflexio.service import org_config
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import start_pool
 
@@ -79,7 +81,11 @@ def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
 def serve(settings: Settings) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted."""
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.umask(0o077)  # every file the server creates (logs, key, database) is its owner's only
     core = open_core(settings)
+    sealed = org_config.seal_secrets(core)
+    if sealed:
+        log.info("encrypted the stored secrets of %s org config(s)", sealed)
     app = build_server_app(core, worker_process=settings.worker_process and workers_can_run_apart(core))
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     config = uvicorn.Config(

@@ -23,6 +23,7 @@ from reflexio.cli import (
     doctor,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     learnings,
+    secrets,
     services,
     worker,
 )  # generation registers its commands on import
@@ -73,6 +74,7 @@ app.add_typer(learnings.agent_playbooks, name="agent-playbooks")
 app.add_typer(admin.config, name="config")
 app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
+app.add_typer(secrets.secrets, name="secrets")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
 

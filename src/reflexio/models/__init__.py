@@ -232,6 +232,7 @@ from reflexio.models.prompt import (
 )
 from reflexio.models.secrets import (
     MASK,
+    map_secrets,
     mask_secret,
     mask_secrets,
     mask_url,
@@ -441,6 +442,7 @@ __all__ = [
     "check_time_range",
     "estimate_tokens",
     "is_blank",
+    "map_secrets",
     "mask_secret",
     "mask_secrets",
     "mask_url",

@@ -1,10 +1,12 @@
-"""Read and write an org's ``Config``: secrets are write-only, writes are validated strictly.
+"""Read and write an org's ``Config``: secrets are write-only and encrypted at rest, writes are
+validated strictly.
 
 Every read is masked (API keys, passwords in URLs, HMAC secrets), so ``get_config`` can be
 shown on a dashboard or pasted into an issue. A write may send those masks back: they are
 swapped for the stored secrets, so read → edit → write keeps every key; a mask that matches
 nothing stored is refused rather than stored. The retrieval experiment fields have their own
-lifecycle, so a config write may not change them (409).
+lifecycle, so a config write may not change them (409). Stored, the secrets are encrypted
+with the operator's key (``service.vault``, through ``Core.put_config``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from reflexio.errors import ConflictError, ValidationError
 from reflexio.models import SetConfigResponse
 from reflexio.models.org_config import Config
 from reflexio.service.core import Core
+from reflexio.service.vault import seal_stored_configs
 
-__all__ = ["describe_validation_errors", "get_config", "set_config", "update_config"]
+__all__ = ["describe_validation_errors", "get_config", "seal_secrets", "set_config", "update_config"]
 
 _OWN_LIFECYCLE = ("retrieval_experiment_config", "retrieval_experiment_history")
 
@@ -60,8 +63,7 @@ def set_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfigRes
     except ValidationError:  # a damaged stored config must stay replaceable (its masks cannot be)
         current = Config()
     new = _merged(current, body, partial=False)
-    core.storage.put_org_config(org_id, new.model_dump(mode="json"))
-    core.forget_config(org_id)
+    core.put_config(org_id, new)
     return SetConfigResponse(success=True, msg="Configuration saved")
 
 
@@ -76,8 +78,7 @@ def update_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfig
     new = _merged(current, body, partial=True)
     if new == current:
         return SetConfigResponse(success=True, msg="Configuration unchanged")
-    core.storage.put_org_config(org_id, new.model_dump(mode="json"))
-    core.forget_config(org_id)
+    core.put_config(org_id, new)
     return SetConfigResponse(success=True, msg="Configuration updated")
 
 
@@ -101,3 +102,17 @@ def _merged(current: Config, body: Mapping[str, Any], *, partial: bool) -> Confi
             details={"fields": changed},
         )
     return new
+
+
+def seal_secrets(core: Core) -> int:
+    """Encrypt (or re-encrypt with the first key) the secrets of every stored org config.
+
+    Run by the server at start-up (secrets stored by older versions get encrypted) and by
+    ``reflexio secrets rotate`` after a new key was put first. Returns how many configs changed.
+    """
+    owners = {core.settings.default_org_id, *(key.org_id for key in core.storage.list_api_keys())}
+    orgs = sorted(owners | set(core.storage.list_orgs()))
+    changed = seal_stored_configs(core.storage, core.vault, orgs)
+    for org_id in orgs:
+        core.forget_config(org_id)
+    return changed
