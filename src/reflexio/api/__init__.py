@@ -22,6 +22,7 @@ from reflexio.api.routes import (
     users,
 )
 from reflexio.service.core import Core
+from reflexio.service.warmup import Warmup
 
 __all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "create_app"]
 
@@ -43,6 +44,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     )
     app.state.core = core
     app.state.draining = lifecycle.Draining()
+    app.state.warmup = Warmup(needed=False)  # a server process warms up in its lifespan
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers

@@ -31,6 +31,7 @@ from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service import org_config
 from reflexio.service.core import Core, open_core
+from reflexio.service.warmup import Warmup
 from reflexio.service.workers import start_pool
 
 __all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
@@ -55,6 +56,8 @@ def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        app.state.warmup = Warmup()
+        app.state.warmup.start(core)  # /health/ready says "pending" until it is done
         pool, child = None, None
         if core.settings.workers > 0 and worker_process:
             child = WorkerProcess(core.settings, grace_seconds=grace)

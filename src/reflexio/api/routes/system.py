@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from starlette.requests import Request
 
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.errors import documented
@@ -25,6 +26,7 @@ from reflexio.models import (
     VersionResponse,
     WhoamiResponse,
 )
+from reflexio.service.warmup import Warmup
 
 __all__ = ["public", "router", "server_version"]
 
@@ -56,16 +58,20 @@ _NOT_READY: dict[int | str, dict[str, Any]] = {
 
 @public.get("/health", response_model=ReadinessResponse, responses=_NOT_READY)
 @public.get("/health/ready", response_model=ReadinessResponse, responses=_NOT_READY)
-def ready(core: CoreDep) -> JSONResponse:
-    """Readiness: 200 when storage answers, 503 otherwise."""
+def ready(request: Request, core: CoreDep) -> JSONResponse:
+    """Readiness: 200 when storage answers and the warm-up is over, 503 otherwise."""
     checked_at = dt.datetime.now(dt.UTC)
     try:
         core.storage.ping()
-        check = ReadinessCheck(status="passed", checked_at=checked_at)
+        storage = ReadinessCheck(status="passed", checked_at=checked_at)
     except Exception as exc:  # whatever the failure, the probe must answer "unhealthy", not crash
-        check = ReadinessCheck(status="failed", reason=str(exc), checked_at=checked_at)
-    healthy = check.status == "passed"
-    body = ReadinessResponse(status="healthy" if healthy else "unhealthy", checks={"storage": check})
+        storage = ReadinessCheck(status="failed", reason=str(exc), checked_at=checked_at)
+    warm: Warmup = request.app.state.warmup
+    # A failed warm-up is reported but not required: searches still work, only slower.
+    warmup = ReadinessCheck(status=warm.state, required=warm.state != "failed", reason=warm.reason)
+    checks = {"storage": storage, "warmup": warmup}
+    healthy = all(check.status == "passed" or not check.required for check in checks.values())
+    body = ReadinessResponse(status="healthy" if healthy else "unhealthy", checks=checks)
     return JSONResponse(
         body.model_dump(mode="json", exclude_none=True),
         status_code=200 if healthy else 503,
