@@ -42,6 +42,8 @@ def run(base_url: str, report_dir: Path) -> dict[str, Any]:
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "output.txt").write_text(done.stdout + done.stderr)
     reports = sorted(report_dir.glob("*.json"))
     if not reports:
         raise RuntimeError(f"schemathesis wrote no report:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -59,6 +61,7 @@ def run(base_url: str, report_dir: Path) -> dict[str, Any]:
         "errors": report["errors"],
         "phases": {name: phase["status"] for name, phase in report["phases"].items()},
         "output_tail": done.stdout[-4000:] if done.returncode else "",
+        "output": str(report_dir / "output.txt"),
     }
 
 
@@ -66,9 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fuzz every API operation with schemathesis.")
     parser.add_argument("--out", required=True)
     parser.add_argument("--backend", default="sqlite", choices=["sqlite", "postgres"])
+    parser.add_argument("--report-dir", default="", help="keep schemathesis' report and output here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="reflexio-fuzz-") as tmp:
         home = Path(tmp)
+        report = Path(args.report_dir) if args.report_dir else home / "report"
         with backend_url(args.backend, home) as url:
             env = {
                 "HOME": str(home),
@@ -77,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "REFLEXIO_WORKERS": "0",
             }
             with server_process(env) as base:
-                result = run(base, home / "report")
+                result = run(base, report)
     result.pop("output_tail") if not result["output_tail"] else None
     out = {"machine": machine(), "backend": args.backend, "config": CONFIG.read_text(), **result}
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")

@@ -6,8 +6,9 @@ are the only places where a schema-valid request is still refused with a 422. Be
 that keeps it schema-valid; negative cases are sent as generated. Each rule is the server's:
 
 * a time window's ``end_time`` must be after its ``start_time`` (``models.fields.TimeWindow``);
-* a publish cannot be both ``evaluation_only`` and ``force_extraction``, and names a retrieval
-  experiment with its arm or not at all;
+* a publish needs one turn with content (empty turns are dropped, a batch of only empty turns
+  is refused), cannot be both ``evaluation_only`` and ``force_extraction``, and names a
+  retrieval experiment with its arm or not at all;
 * a config's ``stride_size`` may not exceed its ``window_size`` (``Config``), a masked secret
   (``****``) must match a stored one (``models.secrets``), and a retrieval experiment record
   ends after it starts (its changes are a 409 anyway: the experiment has routes of its own).
@@ -64,12 +65,25 @@ def _instant(value: Any) -> float | None:
 
 
 def _consistent_publish(body: dict[str, Any]) -> None:
-    """Evaluation-only publishes are never extracted; the experiment id and arm come together."""
+    """One turn has content; evaluation-only is never extracted; experiment id and arm together."""
+    turns = body.get("interaction_data_list")
+    if isinstance(turns, list) and turns and all(isinstance(t, dict) and _is_empty(t) for t in turns):
+        turns[0]["content"] = "a turn with content"
     if body.get("evaluation_only") is True and body.get("force_extraction") is True:
         body["force_extraction"] = False
     if (body.get("retrieval_experiment_id") is None) != (body.get("retrieval_experiment_arm") is None):
         body.pop("retrieval_experiment_id", None)
         body.pop("retrieval_experiment_arm", None)
+
+
+def _is_empty(turn: dict[str, Any]) -> bool:
+    """``InteractionData.is_empty`` on the raw turn."""
+    if turn.get("user_action", "none") != "none":
+        return False
+    texts = ("content", "shadow_content", "expert_content", "interacted_image_url", "image_encoding")
+    lists = ("tools_used", "citations", "retrieved_learnings")
+    blank = all(not isinstance(turn.get(name), str) or not turn[name].strip() for name in texts)
+    return blank and not any(turn.get(name) for name in lists)
 
 
 #: Window and stride of each extraction preset, and the defaults (``models.org_config``).

@@ -19,7 +19,6 @@ from reflexio.models.entities import (
     Request,
     SearchMode,
     check_experiment_pair,
-    non_empty_turn_schema,
 )
 from reflexio.models.fields import (
     CapturesUnknownFields,
@@ -102,9 +101,7 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
 
     request_id: Id | None = None
     user_id: Id
-    interaction_data_list: list[InteractionData] = Field(
-        min_length=1, max_length=1_000, json_schema_extra={"contains": non_empty_turn_schema()}
-    )
+    interaction_data_list: list[InteractionData] = Field(min_length=1, max_length=1_000)
     source: SessionOutcomeSource = ""
     agent_version: str = Field(default="", max_length=1_000)
     session_id: Id

@@ -353,21 +353,6 @@ def _none_as_empty(value: object) -> object:
 TagList: TypeAlias = Annotated[list[str], BeforeValidator(_none_as_empty)]
 
 
-def non_empty_turn_schema() -> dict[str, Any]:
-    """The JSON Schema of a turn that :meth:`InteractionData.is_empty` calls non-empty."""
-    texts = [
-        name for name in CONTENT_BEARING_FIELDS if InteractionData.model_fields[name].annotation is not list
-    ]
-    lists = [name for name in CONTENT_BEARING_FIELDS if name not in texts]
-    return {
-        "anyOf": [
-            *({"properties": {name: {"pattern": NON_BLANK_PATTERN}}, "required": [name]} for name in texts),
-            *({"properties": {name: {"minItems": 1}}, "required": [name]} for name in lists),
-            {"properties": {"user_action": {"enum": _ACTIONS}}, "required": ["user_action"]},
-        ]
-    }
-
-
 class InteractionView(BaseModel):
     """A stored turn as responses show it: no image bytes, no citations (a server signal)."""
 

@@ -22,6 +22,7 @@ import ipaddress
 import re
 import time
 from datetime import UTC, datetime
+from enum import IntEnum
 from types import UnionType
 from typing import Annotated, Any, Final, Literal, Self, Union, get_args, get_origin
 from urllib.parse import urlparse
@@ -279,6 +280,10 @@ def _json_type_problem(annotation: Any, value: Any) -> str | None:
         return None if number else "Input should be a number"
     if annotation is str:
         return None if isinstance(value, str) else "Input should be a string"
+    if isinstance(annotation, type) and issubclass(annotation, IntEnum):
+        return (
+            None if isinstance(value, int) and not isinstance(value, bool) else "Input should be an integer"
+        )
     if origin is list and isinstance(value, list):
         (item,) = get_args(annotation) or (Any,)
         return next((p for p in (_json_type_problem(item, v) for v in value) if p), None)
@@ -360,8 +365,29 @@ def _reject_metadata_host(url: HttpUrl) -> HttpUrl:
     return url
 
 
-SafeHttpUrl = Annotated[HttpUrl, AfterValidator(_reject_metadata_host)]
-"""An http(s) URL the server will call (LLM endpoints), never a cloud metadata endpoint."""
+#: An http(s) URL of printable ASCII (what normalising leaves as long as it was, plus a slash).
+URL_PATTERN: Final = r"^https?://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$"
+_URL = re.compile(URL_PATTERN)
+_MAX_URL: Final = 2_048
+
+
+def _plain_url(value: object) -> object:
+    if isinstance(value, str) and not (len(value) <= _MAX_URL and _URL.match(value)):
+        raise ValueError(f"must be an http(s) URL of at most {_MAX_URL} printable ASCII characters")
+    return value
+
+
+SafeHttpUrl = Annotated[
+    HttpUrl,
+    BeforeValidator(_plain_url),
+    AfterValidator(_reject_metadata_host),
+    WithJsonSchema({"type": "string", "format": "uri", "maxLength": _MAX_URL, "pattern": URL_PATTERN}),
+]
+"""An http(s) URL the server will call (LLM endpoints), never a cloud metadata endpoint.
+
+Printable ASCII only and at most 2,048 characters, so that the URL stored after pydantic
+normalises it is no longer than its limit (2,083) and a stored config always loads back.
+"""
 
 
 class TimeWindow(RequestModel):
