@@ -98,6 +98,13 @@ class Settings:
             and the old one stays listed until ``reflexio secrets rotate`` has run. Empty:
             the key in ``secret_key_file`` (created, owner-only, on first start).
         secret_key_file: Where the generated key lives when no key is given.
+        rate_limit_per_minute: Requests per minute each caller (API key, or the local client)
+            may make, per API process (0: no limit, the self-host default).
+        rate_limit_burst: How many requests a caller may make at once above that pace.
+        auth_max_failures: Failed authentications from one address (within
+            ``auth_failure_window_seconds``) after which it is locked out (0: never).
+        auth_failure_window_seconds: The window those failures are counted in.
+        auth_lockout_seconds: How long a locked-out address is refused.
         log_level: Python logging level name.
         environ: The mapping the settings were read from, kept for provider keys
             that LiteLLM reads itself (never logged).
@@ -118,6 +125,11 @@ class Settings:
     shutdown_grace_seconds: float = 20.0
     secret_keys: tuple[str, ...] = field(default=(), repr=False)
     secret_key_file: Path | None = None
+    rate_limit_per_minute: float = 0.0
+    rate_limit_burst: int = 60
+    auth_max_failures: int = 10
+    auth_failure_window_seconds: float = 60.0
+    auth_lockout_seconds: float = 300.0
     log_level: str = "INFO"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -145,6 +157,11 @@ class Settings:
             secret_key_file=Path(env["REFLEXIO_SECRET_KEY_FILE"]).expanduser()
             if env.get("REFLEXIO_SECRET_KEY_FILE")
             else home / "secret.key",
+            rate_limit_per_minute=_float(env, "REFLEXIO_RATE_LIMIT_PER_MINUTE", 0.0),
+            rate_limit_burst=_int(env, "REFLEXIO_RATE_LIMIT_BURST", 60),
+            auth_max_failures=_int(env, "REFLEXIO_AUTH_MAX_FAILURES", 10),
+            auth_failure_window_seconds=_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
+            auth_lockout_seconds=_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
             environ=env,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from reflexio.api import browsers, errors, lifecycle, openapi
+from reflexio.api import browsers, errors, lifecycle, openapi, throttles
 from reflexio.api.routes import (
     generation,
     interactions,
@@ -45,6 +45,11 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.state.core = core
     app.state.draining = lifecycle.Draining()
     app.state.warmup = Warmup(needed=False)  # a server process warms up in its lifespan
+    settings = core.settings
+    app.state.rate_limits = throttles.TokenBuckets(settings.rate_limit_per_minute, settings.rate_limit_burst)
+    app.state.auth_throttle = throttles.AuthThrottle(
+        settings.auth_max_failures, settings.auth_failure_window_seconds, settings.auth_lockout_seconds
+    )
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers

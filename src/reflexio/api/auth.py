@@ -26,6 +26,7 @@ from fastapi import Depends
 from starlette.requests import Request
 
 from reflexio.api.browsers import check_origin
+from reflexio.api.throttles import AuthThrottle, TokenBuckets
 from reflexio.errors import AuthenticationError, PermissionDeniedError
 from reflexio.service import keys
 from reflexio.service.core import Core
@@ -68,19 +69,29 @@ async def require_caller(request: Request, core: CoreDep) -> Caller:
         AuthenticationError: Keys exist and the request has no valid one.
         PermissionDeniedError: No key exists and the client is not on this machine, or the
             request comes from a page on an origin the org does not allow.
+        RateLimitedError: The caller is over its rate limit, or its address failed to
+            authenticate too often (``api.throttles``).
     """
     caller = _authenticated(request, core)
     check_origin(request, core, caller.org_id)
+    limits: TokenBuckets = request.app.state.rate_limits
+    limits.take(caller.actor)
     return caller
 
 
 def _authenticated(request: Request, core: Core) -> Caller:
     if core.keys_exist():
+        throttle: AuthThrottle = request.app.state.auth_throttle
+        address = request.client.host if request.client else "unknown"
+        throttle.check(address)
         bearer = _bearer(request)
         key = keys.identify(core, bearer) if bearer else None
         if key is None:
+            if bearer:  # a wrong key counts; a missing one is a mistake, not a guess
+                throttle.failed(address)
             problem = "is not a valid API key" if bearer else "is missing"
             raise AuthenticationError(f"Authentication required: the Bearer token {problem}")
+        throttle.succeeded(address)
         return Caller(org_id=key.org_id, actor=f"key:{key.prefix}")
     if is_local(request):
         return Caller(org_id=core.settings.default_org_id, actor="local")

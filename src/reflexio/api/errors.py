@@ -16,6 +16,7 @@ close the keep-alive connection after the response, failing the client's next re
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI
@@ -71,7 +72,7 @@ _STATUS_MEANINGS: dict[int, str] = {
 }
 
 #: What any ``/api`` route can answer besides its own success: auth, size, input, load, failure.
-API_ERRORS: tuple[int, ...] = (401, 403, 413, 422, 500, 503)
+API_ERRORS: tuple[int, ...] = (401, 403, 413, 422, 429, 500, 503)
 
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -80,8 +81,16 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def error_response(error: ReflexioError, status_code: int | None = None) -> JSONResponse:
-    """The JSON response for a typed error (401s also say how to authenticate)."""
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, AuthenticationError) else None
+    """The JSON response for a typed error.
+
+    401s say how to authenticate; an error that knows when a retry may succeed (a rate
+    limit, a quota, an outage) says so in ``Retry-After`` (whole seconds, at least 1).
+    """
+    headers: dict[str, str] = {}
+    if isinstance(error, AuthenticationError):
+        headers["WWW-Authenticate"] = "Bearer"
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
     return JSONResponse(error.to_body(), status_code=status_code or error.status_code, headers=headers)
 
 
