@@ -263,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--settle-seconds", type=float, default=600.0, help="how long learning may take after"
     )
+    parser.add_argument(
+        "--session-idle-seconds", type=int, default=5, help="org config: idle time before a session is judged"
+    )
     args = parser.parse_args(argv)
     results: dict[str, Any] = {
         "machine": machine(),
