@@ -114,3 +114,11 @@ def test_full_rebuild_keeps_keys_of_clusters_mostly_kept() -> None:
     keys = {c.member_ids: c.key for c in out.clusters}
     assert keys == {(1, 2, 3, 4): 7, (5, 6, 7, 8): 8}  # 8 and 9 tie on shared members: lowest key
     assert out.removed == [9]
+
+
+def test_default_threshold_follows_the_embedder() -> None:
+    from reflexio.learn.cluster import DEFAULT_SIMILARITY, default_similarity
+
+    assert default_similarity("all-minilm-l6-v2") == 0.45
+    assert default_similarity("wordllama-l2-supercat-256") == 0.40
+    assert default_similarity("litellm/text-embedding-3-small") == DEFAULT_SIMILARITY
