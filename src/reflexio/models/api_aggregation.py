@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from reflexio.models.api_generation import AgentVersion
 from reflexio.models.entities import (
     AgentPlaybookView,
     BlockingIssue,
@@ -20,7 +21,6 @@ from reflexio.models.entities import (
     RetrievedLearningKind,
     UserPlaybookView,
 )
-from reflexio.models.api_generation import AgentVersion
 from reflexio.models.fields import DEFAULT_AGENT_VERSION, NonEmptyStr, now_epoch
 
 __all__ = [
