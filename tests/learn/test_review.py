@@ -29,6 +29,7 @@ EXPECTED = {
     (S.APPROVED, Action.REOPEN): S.PENDING,
     (S.APPROVED, Action.REWRITE): S.APPROVED,
     (S.APPROVED, Action.DELETE): S.DELETED,
+    (S.REJECTED, Action.APPROVE): S.APPROVED,
     (S.REJECTED, Action.REOPEN): S.PENDING,
     (S.REJECTED, Action.DELETE): S.DELETED,
     (S.ARCHIVED, Action.DELETE): S.DELETED,
@@ -61,8 +62,8 @@ def test_the_table_is_exactly_the_one_tested() -> None:
 def test_deleted_and_rejected_explain_themselves() -> None:
     with pytest.raises(IllegalTransition, match="cannot rewrite agent playbook 3: it was deleted"):
         step(3, S.DELETED, Action.REWRITE)
-    with pytest.raises(IllegalTransition, match="rejected \\(reopen it first\\)"):
-        step(3, S.REJECTED, Action.APPROVE)
+    with pytest.raises(IllegalTransition, match="cannot rewrite agent playbook 3: it is rejected"):
+        step(3, S.REJECTED, Action.REWRITE)
 
 
 def test_a_state_that_moved_since_the_reviewer_saw_it_is_a_conflict() -> None:

@@ -79,6 +79,7 @@ TRANSITIONS: Final[dict[tuple[ReviewState, Action], ReviewState]] = {
     (A, Action.REOPEN): P,
     (A, Action.REWRITE): A,  # a reviewer's own wording stays approved
     (A, Action.DELETE): D,
+    (R, Action.APPROVE): A,  # a reviewer changing their mind, knowingly
     (R, Action.REOPEN): P,
     (R, Action.DELETE): D,
     (X, Action.DELETE): D,
@@ -87,7 +88,7 @@ TRANSITIONS: Final[dict[tuple[ReviewState, Action], ReviewState]] = {
 _WHY_NOT: Final[dict[ReviewState, str]] = {
     P: "it is pending",
     A: "it is already approved",
-    R: "it is rejected (reopen it first)",
+    R: "it is rejected",
     X: "it is archived: a newer approved version replaced it",
     D: "it was deleted",
 }
