@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -250,14 +251,17 @@ def _meta(embedder: str) -> dict[str, Any]:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     )
-    import os
-
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "src", "bench"], capture_output=True, text=True, check=False
+    )
     return {
         "embedder": embedder,
         "commit": commit.stdout.strip() or None,
+        "uncommitted_changes": bool(dirty.stdout.strip()),
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
         "date": time.strftime("%Y-%m-%d"),
     }
 

@@ -91,6 +91,11 @@ def test_a_decision_on_a_state_that_moved_is_refused(client: TestClient) -> None
     assert body["details"]["current_state"] == "approved" and "not pending as expected" in body["message"]
 
 
+def _decide(client: TestClient, body: dict[str, Any], start: threading.Barrier, codes: list[int]) -> None:
+    start.wait()
+    codes.append(client.put(STATUS, json=body).status_code)
+
+
 def test_concurrent_approve_and_reject_one_wins(client: TestClient, core: Core) -> None:
     """Both reviewers saw it pending; whatever order the store serialises them in, one loses."""
     for _ in range(3):
@@ -101,12 +106,7 @@ def test_concurrent_approve_and_reject_one_wins(client: TestClient, core: Core) 
         ]
         codes: list[int] = []
         start = threading.Barrier(2)
-
-        def decide(body: dict[str, Any]) -> None:
-            start.wait()
-            codes.append(client.put(STATUS, json=body).status_code)
-
-        threads = [threading.Thread(target=decide, args=(b,)) for b in bodies]
+        threads = [threading.Thread(target=_decide, args=(client, b, start, codes)) for b in bodies]
         for t in threads:
             t.start()
         for t in threads:

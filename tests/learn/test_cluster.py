@@ -122,3 +122,13 @@ def test_default_threshold_follows_the_embedder() -> None:
     assert default_similarity("all-minilm-l6-v2") == 0.45
     assert default_similarity("wordllama-l2-supercat-256") == 0.40
     assert default_similarity("litellm/text-embedding-3-small") == DEFAULT_SIMILARITY
+
+
+def test_a_big_rebuild_runs_in_batches_and_finds_the_same_lessons(monkeypatch: pytest.MonkeyPatch) -> None:
+    import reflexio.learn.cluster as cluster
+
+    members = _members([0, 4, 9], per=10, seed=2)
+    exact = sorted(c.member_ids for c in regroup([], members, 0.6, full=True).clusters)
+    monkeypatch.setattr(cluster, "EXACT_LIMIT", 7)  # batches of 7 instead of one pass
+    batched = sorted(c.member_ids for c in regroup([], members, 0.6, full=True).clusters)
+    assert batched == exact and len(exact) == 3

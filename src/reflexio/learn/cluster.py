@@ -12,7 +12,10 @@ or HDBSCAN (scikit-learn). Agglomerative is made fast without changing its answe
 that average linkage merges at distance ``d`` always have a pair of members closer than ``d``,
 so every cluster lies inside one connected component of the graph "cosine similarity >= s".
 The components are found from a thresholded similarity matrix in blocks, and the O(n^2)
-linkage runs per component instead of over everything (bench/aggregate measures both methods).
+linkage runs per component instead of over everything. Past ``EXACT_LIMIT`` members (where
+chaining makes one giant component) a scope clustered from nothing is processed in batches in
+member order, as if it had grown run by run. HDBSCAN is available as the other method;
+bench/aggregate measures both (agglomerative recovers the lessons far better there).
 
 A cluster's *fingerprint* is derived from its member ids alone, so "this cluster changed" is a
 string comparison and an unchanged cluster costs nothing downstream.
@@ -21,6 +24,7 @@ string comparison and an unchanged cluster costs nothing downstream.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -56,6 +60,11 @@ Matrix = npt.NDArray[np.float32]
 
 #: Rows of the similarity matrix computed at once when looking for components (memory bound).
 _BLOCK = 2048
+#: Largest set clustered in one exact pass; bigger rebuilds proceed in batches of this size in
+#: member order (the first batch exactly, each next one by centroid and then its residual),
+#: as the scope would have grown run by run. Average linkage is O(n^2): past a few thousand
+#: members the similarity graph is one chained component and one pass takes a minute.
+EXACT_LIMIT = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +158,7 @@ def regroup(
     grown, residual = _join_by_centroid(kept, fresh, by_id, similarity)
     out.joined = len(fresh) - len(residual)
     out.residual = len(residual)
-    out.clusters = grown + [
-        Cluster(0, tuple(sorted(residual[i].id for i in idx)))
-        for idx in group(_stack(residual), similarity, method)
-    ]
+    out.clusters = grown + [Cluster(0, ids) for ids in _cold_groups(residual, similarity, method)]
     return out
 
 
@@ -184,7 +190,7 @@ def _rebuild(
     previous: Sequence[Cluster], members: Sequence[Member], similarity: float, method: Method
 ) -> Regrouping:
     """Cluster everything anew; a new cluster inherits the key of the old one it mostly holds."""
-    groups = [tuple(sorted(members[i].id for i in idx)) for idx in group(_stack(members), similarity, method)]
+    groups = _cold_groups(members, similarity, method)
     owner = {i: c.key for c in previous for i in c.member_ids}
     sizes = {c.key: len(c.member_ids) for c in previous}
     claimed: set[int] = set()
@@ -203,6 +209,21 @@ def _rebuild(
         out.clusters.append(Cluster(key, ids))
     out.removed = sorted(set(sizes) - claimed)
     return out
+
+
+def _cold_groups(members: Sequence[Member], similarity: float, method: Method) -> list[tuple[int, ...]]:
+    """Member-id groups of a scope clustered from nothing (in batches past ``EXACT_LIMIT``)."""
+    if len(members) <= EXACT_LIMIT:
+        return [
+            tuple(sorted(members[i].id for i in idx)) for idx in group(_stack(members), similarity, method)
+        ]
+    ordered = sorted(members, key=lambda m: m.id)
+    clusters: list[Cluster] = []
+    keys = itertools.count(1)  # stand-in keys, so the next batch keeps what this one formed
+    for end in range(EXACT_LIMIT, len(ordered) + EXACT_LIMIT, EXACT_LIMIT):
+        step = regroup(clusters, ordered[:end], similarity, method=method)
+        clusters = [c if c.key else Cluster(next(keys), c.member_ids) for c in step.clusters]
+    return [c.member_ids for c in clusters]
 
 
 def _stack(members: Sequence[Member]) -> Matrix:
