@@ -86,29 +86,31 @@ class Aggregator(Protocol):
 
 
 def directions(members: Sequence[Evidence], overlap: float) -> list[list[Evidence]]:
-    """Members grouped by what their instructions say (greedy single linkage on word overlap).
+    """Members grouped by what their instructions say (single linkage on word overlap).
 
     Two members point the same way when ``|A∩B| / min(|A|, |B|) >= overlap`` over the
-    informative words of their instructions. Largest group first; ties keep member order.
+    informative words of their instructions; groups are the connected components of that
+    relation. Most distinct users first, then most members; ties keep member order.
     """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if not members:
+        return []
     words = [ranking.word_set(m.content) for m in members]
-    parent = list(range(len(members)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in range(len(members)):
-        for j in range(i):
-            shared = len(words[i] & words[j])
-            smaller = min(len(words[i]), len(words[j])) or 1
-            if shared / smaller >= overlap:
-                parent[root(i)] = root(j)
+    vocabulary = {w: n for n, w in enumerate(sorted(set().union(*words)))}
+    cols = [vocabulary[w] for ws in words for w in ws]
+    rows = [i for i, ws in enumerate(words) for _ in ws]
+    incidence = csr_matrix(
+        (np.ones(len(cols), dtype=np.int32), (rows, cols)), shape=(len(members), len(vocabulary))
+    )
+    shared = (incidence @ incidence.T).toarray()
+    sizes = np.maximum(np.asarray([len(ws) for ws in words]), 1)
+    linked = shared >= overlap * np.minimum.outer(sizes, sizes)
+    _, labels = connected_components(csr_matrix(linked), directed=False)
     groups: dict[int, list[Evidence]] = {}
-    for i, member in enumerate(members):
-        groups.setdefault(root(i), []).append(member)
+    for member, label in zip(members, labels.tolist(), strict=True):
+        groups.setdefault(int(label), []).append(member)
     return sorted(groups.values(), key=lambda g: (-len({m.user_id for m in g}), -len(g)))
 
 

@@ -168,7 +168,10 @@ def _join_by_centroid(
     """Each fresh member joins the cluster whose centroid (as the run began) is nearest."""
     if not clusters or not fresh:
         return clusters, list(fresh)
-    centroids = np.stack([_stack([by_id[i] for i in c.member_ids]).mean(axis=0) for c in clusters])
+    placed = [i for c in clusters for i in c.member_ids]
+    row_of = {i: n for n, i in enumerate(placed)}
+    vectors = _stack([by_id[i] for i in placed])
+    centroids = np.stack([vectors[[row_of[i] for i in c.member_ids]].mean(axis=0) for c in clusters])
     scores = _stack(fresh) @ centroids.T
     best = scores.argmax(axis=1)
     extra: dict[int, list[int]] = {}
