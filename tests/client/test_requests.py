@@ -236,6 +236,15 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, str, dict[str, str]
     ("downgrade_user_playbooks", (), {}, "POST", "/api/downgrade_all_user_playbooks", None, {}),
     ("run_playbook_aggregation", (), {}, "POST", "/api/run_playbook_aggregation", None, {}),
     (
+        "get_learning_provenance",
+        ("user_playbook", 3),
+        {},
+        "POST",
+        "/api/get_learning_provenance",
+        None,
+        {"kind": "user_playbook", "id": "3"},
+    ),
+    (
         "update_agent_playbook_status",
         (3,),
         {"playbook_status": "rejected", "expected_status": "pending", "note": "wrong"},
