@@ -17,6 +17,7 @@ from reflexio.api.routes import (
     org_config,
     playbooks,
     profiles,
+    provenance,
     search,
     system,
     users,
@@ -55,6 +56,17 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers
     openapi.install(app)
     app.include_router(system.public)
-    for module in (system, interactions, profiles, playbooks, search, org_config, users, jobs, generation):
+    for module in (
+        system,
+        interactions,
+        profiles,
+        playbooks,
+        search,
+        provenance,
+        org_config,
+        users,
+        jobs,
+        generation,
+    ):
         app.include_router(module.router)
     return app

@@ -8,7 +8,7 @@ written by other versions. Reads go out through :meth:`Config.masked`, and write
 through :meth:`Config.merge_update`, which restores the secrets a round trip carried masked.
 
 Our additions are marked as such: ``session_idle_seconds``, ``search_threshold`` and
-``allowed_origins``.
+``approval_required`` and ``allowed_origins``.
 """
 
 from __future__ import annotations
@@ -661,6 +661,9 @@ class Config(_Strict):
     session_idle_seconds: int = Field(default=600, gt=0, le=_MONTH)
     # Minimum relevance for a search hit; None = the embedder's calibrated default.
     search_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    # Nothing is served to every user without a human approving it: search serves approved
+    # agent playbooks only, whatever the request's agent_playbook_status_filter asks.
+    approval_required: bool = False
     # Browser origins (scheme://host[:port]) whose pages may call the API (CORS); none by default.
     allowed_origins: list[Annotated[str, StringConstraints(max_length=255, pattern=ORIGIN_PATTERN)]] = Field(
         default_factory=list, max_length=100

@@ -85,7 +85,7 @@ def update_user_playbook(
     return playbooks.update_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.put("/update_agent_playbook", responses=documented(404))
+@router.put("/update_agent_playbook", responses=documented(404, 409))
 def update_agent_playbook(
     body: UpdateAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateAgentPlaybookResponse:
@@ -93,7 +93,7 @@ def update_agent_playbook(
     return playbooks.update_agent_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.put("/update_agent_playbook_status", responses=documented(404))
+@router.put("/update_agent_playbook_status", responses=documented(404, 409))
 def update_agent_playbook_status(
     body: UpdatePlaybookStatusRequest, core: CoreDep, caller: CallerDep
 ) -> UpdatePlaybookStatusResponse:
@@ -125,7 +125,7 @@ def delete_user_playbook(
     return playbooks.delete_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.delete("/delete_agent_playbook", responses=documented(404))
+@router.delete("/delete_agent_playbook", responses=documented(404, 409))
 def delete_agent_playbook(
     body: DeleteAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteAgentPlaybookResponse:
