@@ -8,6 +8,7 @@ says ``pending`` until it is done.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,3 +61,36 @@ def test_not_ready_until_warm(tmp_path: Path, embedder: Embedder) -> None:
         ready = client.get("/health/ready")
     assert pending.status_code == 503 and pending.json()["checks"]["warmup"]["status"] == "pending"
     assert ready.status_code == 200 and ready.json()["checks"]["warmup"]["status"] == "passed"
+
+
+class _HangingStore:
+    """A store whose ping never answers in time (a database behind a dropped network)."""
+
+    def __init__(self, inner: Any, release: threading.Event) -> None:
+        self._inner, self._release = inner, release
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def ping(self) -> None:
+        self._release.wait(30)
+
+
+def test_readiness_answers_within_two_seconds_when_storage_hangs(tmp_path: Path, embedder: Embedder) -> None:
+    """Defect 5: readiness hung for as long as a PostgreSQL outage lasted."""
+    release = threading.Event()
+    store = _HangingStore(open_storage("memory://", embedder), release)
+    core = Core(settings=Settings(home=tmp_path, storage_url="memory://"), storage=store, embedder=embedder)
+    app = build_server_app(core)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            started = time.monotonic()
+            answer = client.get("/health/ready")
+            took = time.monotonic() - started
+            live = client.get("/health/live")
+            release.set()
+    finally:
+        release.set()
+    assert answer.status_code == 503 and took < 3.0, took
+    assert "did not answer within 2s" in answer.json()["checks"]["storage"]["reason"]
+    assert live.status_code == 200

@@ -7,7 +7,9 @@ touches nothing. None of them is cached by a proxy.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -51,6 +53,11 @@ def root() -> RootResponse:
     return RootResponse()
 
 
+#: How long readiness waits for storage to answer before it says "not ready".
+_PROBE_SECONDS = 2.0
+#: Threads of their own for probes, so a hung ping never takes one the API needs.
+_PROBES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readiness")
+
 _NOT_READY: dict[int | str, dict[str, Any]] = {
     503: {"model": ReadinessResponse, "description": "Not ready: a required check failed"}
 }
@@ -58,12 +65,22 @@ _NOT_READY: dict[int | str, dict[str, Any]] = {
 
 @public.get("/health", response_model=ReadinessResponse, responses=_NOT_READY)
 @public.get("/health/ready", response_model=ReadinessResponse, responses=_NOT_READY)
-def ready(request: Request, core: CoreDep) -> JSONResponse:
-    """Readiness: 200 when storage answers and the warm-up is over, 503 otherwise."""
+async def ready(request: Request, core: CoreDep) -> JSONResponse:
+    """Readiness: 200 when storage answers (within 2 s) and the warm-up is over, 503 otherwise.
+
+    The storage ping runs in a thread of its own, bounded: a database that does not answer
+    (down, or a network that drops packets) makes the probe say "not ready" in two seconds
+    instead of hanging as long as the outage lasts.
+    """
     checked_at = dt.datetime.now(dt.UTC)
     try:
-        core.storage.ping()
+        await asyncio.wait_for(
+            asyncio.get_running_loop().run_in_executor(_PROBES, core.storage.ping), _PROBE_SECONDS
+        )
         storage = ReadinessCheck(status="passed", checked_at=checked_at)
+    except TimeoutError:
+        reason = f"storage did not answer within {_PROBE_SECONDS:g}s"
+        storage = ReadinessCheck(status="failed", reason=reason, checked_at=checked_at)
     except Exception as exc:  # whatever the failure, the probe must answer "unhealthy", not crash
         storage = ReadinessCheck(status="failed", reason=str(exc), checked_at=checked_at)
     warm: Warmup = request.app.state.warmup
