@@ -239,6 +239,16 @@ from reflexio.models.org_config import (
     ToolUseConfig,
     UserPlaybookExtractorConfig,
 )
+from reflexio.models.plans import (
+    BUILTIN_PLANS,
+    METERS,
+    Meter,
+    Plan,
+    PlanLimits,
+    QuotaUsage,
+    UsageResponse,
+    month_window,
+)
 from reflexio.models.prompt import (
     PromptBlock,
     PromptItem,
@@ -256,6 +266,7 @@ from reflexio.models.secrets import (
 )
 
 __all__ = [
+    "BUILTIN_PLANS",
     "DEFAULT_AGENT_VERSION",
     "DEFAULT_STRIDE_SIZE",
     "DEFAULT_WINDOW_SIZE",
@@ -270,6 +281,7 @@ __all__ = [
     "MAX_QUERY_LENGTH",
     "MAX_ROW_ID",
     "MAX_TOP_K",
+    "METERS",
     "NEVER_EXPIRES_TIMESTAMP",
     "APIKeyConfig",
     "AddAgentPlaybookRequest",
@@ -368,6 +380,7 @@ __all__ = [
     "ManualPlaybookGenerationResponse",
     "ManualProfileGenerationRequest",
     "ManualProfileGenerationResponse",
+    "Meter",
     "Name",
     "NonEmptyStr",
     "OpenAIConfig",
@@ -378,6 +391,8 @@ __all__ = [
     "PendingReviewResponse",
     "PendingToolCallConfig",
     "PendingToolCallToolOverrideConfig",
+    "Plan",
+    "PlanLimits",
     "PlaybookAggregationChangeLog",
     "PlaybookAggregationChangeLogResponse",
     "PlaybookAggregationOperation",
@@ -399,6 +414,7 @@ __all__ = [
     "PublishUserInteractionRequest",
     "PublishUserInteractionResponse",
     "QueryText",
+    "QuotaUsage",
     "ReadinessCheck",
     "ReadinessResponse",
     "RegularVsShadow",
@@ -461,6 +477,7 @@ __all__ = [
     "UpgradeProfilesResponse",
     "UpgradeUserPlaybooksRequest",
     "UpgradeUserPlaybooksResponse",
+    "UsageResponse",
     "UserActionType",
     "UserPlaybook",
     "UserPlaybookExtractorConfig",
@@ -476,6 +493,7 @@ __all__ = [
     "mask_secret",
     "mask_secrets",
     "mask_url",
+    "month_window",
     "now_epoch",
     "pack_prompt",
     "restore_masked_secrets",
