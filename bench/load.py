@@ -75,6 +75,25 @@ def _fact(rng: random.Random) -> str:
     return text.format(**{key: rng.choice(options) for key, options in WORDS.items()})
 
 
+def next_request(rng: random.Random, name: str, i: int) -> tuple[str, str, dict[str, Any], str]:
+    """The ``i``-th request of client ``name``: (operation, path, body, request_id or "")."""
+    user = f"user{rng.randrange(USERS)}"
+    if rng.random() < 0.5:
+        request_id = f"{name}-{i}"
+        payload: dict[str, Any] = {
+            "request_id": request_id,
+            "user_id": user,
+            "session_id": f"{user}-s{i // 20}",
+            "agent_version": "load@1",
+            "interaction_data_list": [
+                {"role": "User", "content": _fact(rng)},
+                {"role": "Assistant", "content": "Noted, thank you."},
+            ],
+        }
+        return "publish", "/api/publish_interaction", payload, request_id
+    return "search", "/api/search", {"query": rng.choice(QUERIES), "user_id": user, "top_k": 5}, ""
+
+
 def _client(url: str, name: str, until: float, opened: float, timeout: float, tally: Tally) -> None:
     rng = random.Random(name)
     parts = urlsplit(url)
@@ -82,22 +101,7 @@ def _client(url: str, name: str, until: float, opened: float, timeout: float, ta
     i = 0
     while time.monotonic() < until:
         i += 1
-        user = f"user{rng.randrange(USERS)}"
-        if rng.random() < 0.5:
-            op, path, request_id = "publish", "/api/publish_interaction", f"{name}-{i}"
-            payload: dict[str, Any] = {
-                "request_id": request_id,
-                "user_id": user,
-                "session_id": f"{user}-s{i // 20}",
-                "agent_version": "load@1",
-                "interaction_data_list": [
-                    {"role": "User", "content": _fact(rng)},
-                    {"role": "Assistant", "content": "Noted, thank you."},
-                ],
-            }
-        else:
-            op, path, request_id = "search", "/api/search", ""
-            payload = {"query": rng.choice(QUERIES), "user_id": user, "top_k": 5}
+        op, path, payload, request_id = next_request(rng, name, i)
         started = time.monotonic()
         try:
             conn.request("POST", path, body=json.dumps(payload), headers={"Content-Type": "application/json"})
