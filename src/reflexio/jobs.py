@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from reflexio.errors import ReflexioError
+from reflexio.errors import ReflexioError, StorageError
 from reflexio.records import Job
 from reflexio.storage import Storage
 
@@ -107,8 +107,10 @@ class Worker:
         lease_seconds: Lease length; the heartbeat extends it every third of that.
         poll_seconds: Sleep between claim attempts when the queue is empty.
         backoff: Retry schedule.
-        outage_seconds: Sleep after the queue itself failed (storage down or restarting)
-            before trying again; the worker outlives an outage instead of dying with it.
+        outage_seconds: First sleep after the queue itself failed (storage down or
+            restarting); it doubles while the outage lasts, up to ``max_outage_seconds``, so
+            workers outlive an outage without hammering the database that is coming back.
+        max_outage_seconds: Longest sleep between two attempts to reach the queue.
     """
 
     storage: Storage
@@ -117,7 +119,8 @@ class Worker:
     lease_seconds: float = 60.0
     poll_seconds: float = 0.5
     backoff: Backoff = field(default_factory=Backoff)
-    outage_seconds: float = 5.0
+    outage_seconds: float = 1.0
+    max_outage_seconds: float = 30.0
     _rng: random.Random = field(default_factory=random.Random, repr=False)
     _current: Job | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -128,17 +131,20 @@ class Worker:
             target=self._heartbeat, args=(stop,), name=f"{self.name}-heartbeat", daemon=True
         )
         beat.start()
+        pause = self.outage_seconds
         while not stop.is_set():
             try:
                 busy = self.run_once()
-            except Exception:
+            except Exception as exc:
                 if stop.is_set():  # shutting down: the storage may already be closed
                     break
-                log.exception(
-                    "worker %s cannot reach the job queue; retrying in %.0fs", self.name, self.outage_seconds
+                log.warning(
+                    "worker %s cannot reach the job queue (%s); retrying in %.0fs", self.name, exc, pause
                 )
-                stop.wait(self.outage_seconds)
+                stop.wait(pause * (0.5 + self._rng.random()))
+                pause = min(self.max_outage_seconds, pause * 2)
                 continue
+            pause = self.outage_seconds
             if not busy:
                 stop.wait(self.poll_seconds)
 
@@ -171,6 +177,13 @@ class Worker:
 
     def _failed(self, job: Job, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, StorageError):
+            # The store failed, not the job: give it back without spending an attempt, so an
+            # outage can never dead-letter work. (If the store cannot even take it back, the
+            # lease runs out and another worker takes it over.)
+            log.warning("job %s (%s) interrupted by a storage failure; released: %s", job.id, job.task, error)
+            self.storage.release_jobs(self.name, [job.id])
+            return
         permanent = isinstance(exc, PermanentJobError)
         if permanent or job.attempts >= job.max_attempts:
             log.error("job %s (%s) is dead after %s attempt(s): %s", job.id, job.task, job.attempts, error)
