@@ -338,17 +338,19 @@ def test_async_client_every_method(server_url: str) -> None:
 
 
 def test_sync_client_coroutines(server_url: str) -> None:
-    client = ReflexioClient(url_endpoint=server_url)
     user = "user-" + uuid.uuid4().hex[:8]
+    with ReflexioClient(url_endpoint=server_url) as client:
 
-    async def run() -> None:
-        out = await client.publish_interaction_async(user, [{"content": "async hello"}], session_id="s-async")
-        assert out.success
-        found = await client.search_async(query="async hello", user_id=user)
-        assert found.success
+        async def run() -> None:
+            out = await client.publish_interaction_async(
+                user, [{"content": "async hello"}], session_id="s-async"
+            )
+            assert out.success
+            found = await client.search_async(query="async hello", user_id=user)
+            assert found.success
 
-    asyncio.run(run())
-    assert [t.content for t in client.get_interactions(user_id=user).interactions] == ["async hello"]
+        asyncio.run(run())
+        assert [t.content for t in client.get_interactions(user_id=user).interactions] == ["async hello"]
 
 
 GENERATION_CALLS: list[tuple[str, dict[str, Any]]] = [
