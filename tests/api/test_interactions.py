@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from reflexio.models import Config
 from reflexio.service.core import Core
-from tests.api.support import failed, ok, publish_body, turn
+from tests.api.support import failed, ok, profile, publish_body, turn
 
 
 def publish(client: TestClient, body: dict[str, Any], **params: Any) -> dict[str, Any]:
@@ -206,3 +206,38 @@ def test_bulk_deletes_count_what_really_went(client: TestClient) -> None:
 )
 def test_delete_bodies_are_validated(client: TestClient, path: str, body: dict[str, Any]) -> None:
     failed(client.request("DELETE", path, json=body), 422)
+
+
+def test_unknown_retrieved_learnings_are_stored_with_a_warning(client: TestClient) -> None:
+    ok(client.post("/api/add_user_profile", json={"user_profiles": [profile("p-mine", "likes tea")]}))
+    other = profile("p-theirs", "likes coffee", user_id="u2")
+    ok(client.post("/api/add_user_profile", json={"user_profiles": [other]}))
+    refs = [
+        {"kind": "profile", "learning_id": "p-mine"},
+        {"kind": "profile", "learning_id": "p-typo"},
+        {"kind": "profile", "learning_id": "p-theirs"},
+        {"kind": "user_playbook", "learning_id": "not-a-number"},
+        {"kind": "agent_playbook", "learning_id": "999999"},
+    ]
+    body = publish_body("hi")
+    body["interaction_data_list"] = [
+        turn("", role="Assistant"),  # dropped as empty: indices stay those the caller sent
+        turn("answer", role="Agent", retrieved_learnings=refs),
+    ]
+    warnings = publish(client, body)["warnings"]
+    (line,) = [w for w in warnings if "retrieved_learnings" in w]
+    assert line.startswith("interaction_data_list[1].retrieved_learnings")
+    for named in ("'p-typo'", "'p-theirs' (another user's)", "'not-a-number'", "'999999'"):
+        assert named in line, line
+    assert "p-mine" not in line
+    shown = ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"]
+    assert [r["learning_id"] for r in shown[0]["retrieved_learnings"]] == [r["learning_id"] for r in refs]
+
+
+def test_known_retrieved_learnings_raise_no_warning(client: TestClient) -> None:
+    ok(client.post("/api/add_user_profile", json={"user_profiles": [profile("p-mine", "likes tea")]}))
+    body = publish_body()
+    body["interaction_data_list"] = [
+        turn("answer", role="Agent", retrieved_learnings=[{"kind": "profile", "learning_id": "p-mine"}])
+    ]
+    assert publish(client, body).get("warnings", []) == []

@@ -30,7 +30,7 @@ from reflexio.models import (
 )
 from reflexio.models.org_config import Config
 from reflexio.records import Job, JobStatus, RequestRecord, now
-from reflexio.service import views
+from reflexio.service import references, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage import Storage
 
@@ -105,9 +105,10 @@ def publish(
     """
     request_id = req.request_id or uuid.uuid4().hex
     digest = payload_hash(req)
+    warnings = [*req.payload_warnings(), *references.reference_warnings(core.storage, org_id, req)]
     existing = core.storage.get_request(org_id, request_id) if req.request_id else None
     if existing is not None:
-        return _replayed(core, org_id, existing, digest, req)
+        return _replayed(core, org_id, existing, digest, req, warnings)
     config = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE)
     record = RequestRecord(
         org_id=org_id,
@@ -138,8 +139,8 @@ def publish(
         stored = core.storage.get_request(org_id, request_id)
         if stored is None:
             raise
-        return _replayed(core, org_id, stored, digest, req)
-    return _response(core, record, req.payload_warnings(), "Interaction stored; learning is scheduled")
+        return _replayed(core, org_id, stored, digest, req, warnings)
+    return _response(core, record, warnings, "Interaction stored; learning is scheduled")
 
 
 def _extraction_jobs(
@@ -201,16 +202,19 @@ def _idle_job(config: Config, record: RequestRecord) -> Job:
 
 
 def _replayed(
-    core: Core, org_id: str, existing: RequestRecord, digest: str, req: PublishUserInteractionRequest
+    core: Core,
+    org_id: str,
+    existing: RequestRecord,
+    digest: str,
+    req: PublishUserInteractionRequest,
+    warnings: list[str],
 ) -> PublishUserInteractionResponse:
     if existing.payload_hash != digest:
         raise ConflictError(
             f"request_id {existing.request_id!r} was already published with a different payload",
             details={"request_id": existing.request_id},
         )
-    return _response(
-        core, existing, req.payload_warnings(), "Request already stored; nothing new was written"
-    )
+    return _response(core, existing, warnings, "Request already stored; nothing new was written")
 
 
 def _response(
