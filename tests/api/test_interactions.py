@@ -27,12 +27,41 @@ def test_publish_is_idempotent_on_request_id(client: TestClient) -> None:
     assert len(ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"]) == 1
 
 
-def test_a_reused_request_id_with_another_payload_is_409(client: TestClient) -> None:
-    publish(client, publish_body("first", request_id="req-1"))
+def test_a_reused_request_id_with_another_payload_is_409_naming_the_field(client: TestClient) -> None:
+    publish(client, publish_body("first", "same", request_id="req-1"))
     body = failed(
-        client.post("/api/publish_interaction", json=publish_body("second", request_id="req-1")), 409
+        client.post("/api/publish_interaction", json=publish_body("second", "same", request_id="req-1")), 409
     )
-    assert "req-1" in body["detail"]
+    assert "req-1" in body["detail"] and "interaction_data_list[0].content" in body["detail"]
+    assert body["details"]["fields"] == ["interaction_data_list[0].content"]
+    moved = failed(
+        client.post(
+            "/api/publish_interaction",
+            json=publish_body("first", "same", request_id="req-1", session_id="s2", agent_version="v9"),
+        ),
+        409,
+    )
+    assert moved["details"]["fields"] == ["session_id", "agent_version"]
+    shorter = failed(
+        client.post("/api/publish_interaction", json=publish_body("first", request_id="req-1")), 409
+    )
+    assert "interaction_data_list (has 1 turns, stored 2)" in shorter["detail"]
+
+
+def test_a_retry_is_judged_on_what_the_caller_sent_not_on_defaults(client: TestClient) -> None:
+    """Defaults sent explicitly, a created_at the server filled, flags: still the same request."""
+    publish(client, publish_body("hello", request_id="req-1"))
+    explicit = publish_body("hello", request_id="req-1", source="", agent_version="", force_extraction=True)
+    explicit["interaction_data_list"][0] |= {"user_action": "none", "tools_used": [], "expert_content": ""}
+    assert "nothing new" in publish(client, explicit)["message"]
+    stored = ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"][0]
+    same_time = publish_body(request_id="req-1")
+    same_time["interaction_data_list"] = [turn("hello", created_at=stored["created_at"])]
+    assert "nothing new" in publish(client, same_time)["message"]
+    other_time = publish_body(request_id="req-1")
+    other_time["interaction_data_list"] = [turn("hello", created_at=stored["created_at"] - 3600)]
+    body = failed(client.post("/api/publish_interaction", json=other_time), 409)
+    assert body["details"]["fields"] == ["interaction_data_list[0].created_at"]
 
 
 def test_without_request_id_the_server_assigns_one(client: TestClient) -> None:

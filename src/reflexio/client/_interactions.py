@@ -127,7 +127,10 @@ def publish_interaction(
         return response
 
     params = {"wait_for_response": "true"} if wait_for_response else None
-    return single(Call("POST", "/api/publish_interaction", finish, params=params, json=dump(request)))
+    # Only what the caller set: a turn's created_at left unset is the server's to fill, so a
+    # retry with the same request_id from a new process is the same request, not a 409.
+    body = request.model_dump(mode="json", exclude_unset=True)
+    return single(Call("POST", "/api/publish_interaction", finish, params=params, json=body))
 
 
 def get_learning_status(request_id: str) -> Plan[str]:

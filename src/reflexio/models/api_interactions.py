@@ -154,6 +154,12 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
         """Positions, in the list as sent, of the empty turns that were dropped."""
         return list(self._skipped_empty_indices)
 
+    def sent_positions(self) -> list[int]:
+        """Position, in the list as sent, of each kept turn (what warnings and errors name)."""
+        skipped = set(self._skipped_empty_indices)
+        sent = range(len(self.interaction_data_list) + len(skipped))
+        return [index for index in sent if index not in skipped]
+
     def unknown_fields(self) -> list[str]:
         """Every stripped key as a path, e.g. ``interaction_data_list[3].tools_used[0].stat``."""
         nested = [

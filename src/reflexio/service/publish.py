@@ -3,7 +3,8 @@
 A publish writes the request, its interactions and the follow-up jobs in one transaction, and
 returns as soon as that commits; learning runs later in job workers. The caller's
 ``request_id`` is the idempotency key: the same payload again returns the first result and
-stores nothing new, a different payload under the same id is a conflict.
+stores nothing new, a different payload under the same id is a conflict whose 409 names the
+differing fields (``service.idempotency`` says what "the same" means).
 
 Learning status is derived from durable state, not from in-process bookkeeping: a request is
 "done" when every extractor's bookmark has passed its last interaction.
@@ -11,8 +12,6 @@ Learning status is derived from durable state, not from in-process bookkeeping: 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from reflexio.models import (
 )
 from reflexio.models.org_config import Config
 from reflexio.records import Job, JobStatus, RequestRecord, now
-from reflexio.service import references, views
+from reflexio.service import idempotency, references, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage import Storage
 
@@ -81,13 +80,6 @@ def extraction_key(user_id: str) -> str:
     return user_id
 
 
-def payload_hash(req: PublishUserInteractionRequest) -> str:
-    """Fingerprint of what the caller sent (defaults it did not send are left out)."""
-    body = req.model_dump(mode="json", exclude_unset=True, exclude={"request_id"})
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
 def publish(
     core: Core, org_id: str, req: PublishUserInteractionRequest, *, flush: bool = False
 ) -> PublishUserInteractionResponse:
@@ -104,7 +96,7 @@ def publish(
         ConflictError: ``request_id`` was already used with a different payload.
     """
     request_id = req.request_id or uuid.uuid4().hex
-    digest = payload_hash(req)
+    digest = idempotency.payload_hash(req)
     warnings = [*req.payload_warnings(), *references.reference_warnings(core.storage, org_id, req)]
     existing = core.storage.get_request(org_id, request_id) if req.request_id else None
     if existing is not None:
@@ -210,10 +202,13 @@ def _replayed(
     warnings: list[str],
 ) -> PublishUserInteractionResponse:
     if existing.payload_hash != digest:
-        raise ConflictError(
-            f"request_id {existing.request_id!r} was already published with a different payload",
-            details={"request_id": existing.request_id},
-        )
+        differ = idempotency.differences(core.storage, org_id, existing, req)
+        if differ:
+            raise ConflictError(
+                f"request_id {existing.request_id!r} was already published with a different payload: "
+                f"{idempotency.describe(differ)} differ(s) from what is stored",
+                details={"request_id": existing.request_id, "fields": differ},
+            )
     return _response(core, existing, warnings, "Request already stored; nothing new was written")
 
 

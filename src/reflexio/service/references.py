@@ -62,9 +62,7 @@ def reference_warnings(storage: Storage, org_id: str, req: PublishUserInteractio
 
 
 def _refs(req: PublishUserInteractionRequest) -> Iterable[_Ref]:
-    skipped = set(req.skipped_empty_indices)
-    positions = (i for i in range(len(req.interaction_data_list) + len(skipped)) if i not in skipped)
-    for position, turn in zip(positions, req.interaction_data_list, strict=False):
+    for position, turn in zip(req.sent_positions(), req.interaction_data_list, strict=True):
         for ref in turn.retrieved_learnings:
             yield _Ref(position, ref)
 
