@@ -102,3 +102,26 @@ def test_doctor_fails_on_storage_it_cannot_open(cli: Cli) -> None:
 def test_health_endpoint_is_public_after_keys_exist(keyed: Cli) -> None:
     keyed.json("keys", "create", "--org", "acme")
     assert httpx.get(f"{keyed.env['REFLEXIO_URL']}/health/ready").status_code == 200
+
+
+def test_a_key_without_org_is_for_the_default_org_and_sees_what_came_before(keyed: Cli) -> None:
+    keyed.json(
+        "publish", "--user", "u-early", "--user-message", "I live in Oslo", "--agent-response", "Noted"
+    )
+    created = keyed.json("keys", "create")
+    assert created["org_id"] == created["default_org_id"] == "self-host-org"
+    assert "everything published without a key is visible" in created["notes"][0]
+    exported = keyed.json("export", "--user", "u-early", "--api-key", created["key"])
+    assert [turn["content"] for turn in exported["interactions"]][:1] == ["I live in Oslo"]
+
+
+def test_a_key_for_another_org_says_where_the_keyless_data_is(keyed: Cli) -> None:
+    keyed.json(
+        "publish", "--user", "u-early", "--user-message", "I live in Oslo", "--agent-response", "Noted"
+    )
+    human = keyed("keys", "create", "--org", "acme").stdout
+    assert "default org self-host-org" in human and "reflexio keys create` (no --org)" in human
+    created = keyed.json("keys", "create", "--org", "acme")
+    assert created["org_id"] == "acme" and "self-host-org" in created["notes"][0]
+    hidden = keyed.json("export", "--user", "u-early", "--api-key", created["key"])
+    assert hidden["interactions"] == []

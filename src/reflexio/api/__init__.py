@@ -8,6 +8,7 @@ return its model. Errors are mapped in ``api.errors``, authentication in ``api.a
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from reflexio.api import errors
 from reflexio.api.routes import (
@@ -23,8 +24,10 @@ from reflexio.api.routes import (
 )
 from reflexio.service.core import Core
 
-__all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "create_app"]
+__all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "DOCS_ASSETS_PATH", "create_app"]
 
+#: Where the documentation pages' scripts and styles are served.
+DOCS_ASSETS_PATH = "/docs-assets"
 #: How long ``publish_interaction?wait_for_response=true`` waits for learning to settle.
 DEFAULT_PUBLISH_WAIT_SECONDS = 30.0
 
@@ -34,8 +37,11 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
 
     ``redirect_slashes`` is off because the 0.2.16 client refuses every redirect: a path with
     a stray slash must fail as a 404, not turn into a 307 the client reports as an error.
+    ``/docs`` (Swagger UI) and ``/redoc`` load their scripts and styles from this server
+    (``fastapi-offline`` ships them), never from a CDN, so they work on a machine offline.
     """
-    app = FastAPI(
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS_PATH,
         title="Reflexio API",
         version=system.server_version(),
         description="A learning layer for AI agents: publish what happened, retrieve what matters.",
