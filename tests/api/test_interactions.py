@@ -270,3 +270,13 @@ def test_known_retrieved_learnings_raise_no_warning(client: TestClient) -> None:
         turn("answer", role="Agent", retrieved_learnings=[{"kind": "profile", "learning_id": "p-mine"}])
     ]
     assert publish(client, body).get("warnings", []) == []
+
+
+def test_a_publish_flag_this_server_cannot_act_on_is_422(client: TestClient) -> None:
+    body = failed(
+        client.post("/api/publish_interaction", json=publish_body("hi", override_learning_stall=True)), 422
+    )
+    assert "override_learning_stall is not supported" in body["detail"]
+    assert body["details"]["fields"] == ["override_learning_stall"]
+    assert ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"] == []
+    publish(client, publish_body("hi", override_learning_stall=False))  # the default is fine

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from reflexio.config import LITELLM_MISSING
 from tests.cli.conftest import Cli, home_env
 from tests.client.live_server import running_server
 
@@ -125,3 +127,15 @@ def test_a_key_for_another_org_says_where_the_keyless_data_is(keyed: Cli) -> Non
     assert created["org_id"] == "acme" and "self-host-org" in created["notes"][0]
     hidden = keyed.json("export", "--user", "u-early", "--api-key", created["key"])
     assert hidden["interactions"] == []
+
+
+def test_doctor_says_what_set_config_says_when_litellm_is_missing(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "litellm", None)  # as if the llm extra were not installed
+    keyed = Cli({**cli.env, "OPENAI_API_KEY": "sk-test-0123456789"})
+    report = keyed.json("doctor", ok=False)
+    check = next(c for c in report["checks"] if c["name"] == "LLM provider")
+    assert check["status"] == "error" and LITELLM_MISSING in check["detail"]
+    bare = next(c for c in cli.json("doctor")["checks"] if c["name"] == "LLM provider")
+    assert bare["status"] == "missing" and "pip install 'reflexio[llm]'" in bare["detail"]

@@ -13,7 +13,7 @@ import pytest
 
 from reflexio.config import Settings
 from reflexio.errors import ConflictError, ValidationError
-from reflexio.filters import LearningFilter
+from reflexio.filters import LearningFilter, RequestFilter
 from reflexio.jobs import Worker
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.llm import LLMCall, LLMError, LLMResult
@@ -383,3 +383,18 @@ def test_a_queued_rerun_blocks_only_the_upgrade_of_its_own_kind(core: Core) -> N
     assert versions.upgrade_profiles(core, ORG, UpgradeProfilesRequest()).profiles_promoted == 1
     drain(core, (RERUN,))
     assert versions.upgrade_user_playbooks(core, ORG, UpgradeUserPlaybooksRequest()).success
+
+
+def test_a_manual_trigger_profile_extractor_learns_only_when_asked(core: Core) -> None:
+    config = core.org_config(ORG).model_dump(mode="json")
+    config["profile_extractor_config"]["manual_trigger"] = True
+    core.storage.put_org_config(ORG, config)
+    converse(core, "u1")  # publish + finalize: automatic learning runs now
+    drain(core)
+    assert rows(core, U, CUR, "u1"), "the playbook extractor still learns from every publish"
+    assert rows(core, P, CUR, "u1") == [], "a manual-trigger profile extractor must not run by itself"
+    [request] = core.storage.list_requests(ORG, RequestFilter(user_id="u1"), limit=1)
+    assert pub.learning_status(core, ORG, request.request_id).status == "done"  # nothing else to wait for
+    generation.manual_profile_generation(core, ORG, ManualProfileGenerationRequest(user_id="u1"))
+    drain(core)
+    assert rows(core, P, CUR, "u1"), "a manual run is what makes it learn"

@@ -261,7 +261,7 @@ class ProfileExtractorConfig(_Strict):
     tagging_definition_prompt: str | None = None
     should_extract_profile_prompt_override: str | None = None
     request_sources_enabled: list[str] | None = None  # None = every source
-    manual_trigger: bool = False  # only extract when asked to
+    manual_trigger: bool = False  # publishes never run it; manual generation and reruns do
     window_size_override: int | None = Field(default=None, gt=0)
     stride_size_override: int | None = Field(default=None, gt=0)
 
@@ -441,7 +441,7 @@ class ExpiryReclamationConfig(_Strict):
 
 
 class GovernanceRetentionConfig(_Strict):
-    """How long audit events are kept (accepted; only enforced by enterprise sweeps)."""
+    """How long audit events are kept (enforced by enterprise sweeps; our server takes only the defaults)."""
 
     audit_events_retention_enabled: bool = False
     audit_events_retention_days: int = Field(default=365, gt=0)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reflexio.errors import ConflictError, NotFoundError
+from reflexio.errors import ConflictError, NotFoundError, ValidationError
 from reflexio.filters import InteractionFilter
 from reflexio.models import (
     DEFAULT_AGENT_VERSION,
@@ -64,10 +64,14 @@ class Extractor:
 
 
 def extractors_of(config: Config) -> list[Extractor]:
-    """The extractors an org's config enables, with their source allow-lists."""
+    """The extractors that learn from every publish, with their source allow-lists.
+
+    A profile extractor with ``manual_trigger`` is not one of them: it runs on request only.
+    """
     out = []
-    if config.profile_extractor_config is not None:
-        sources = config.profile_extractor_config.request_sources_enabled
+    profile = config.profile_extractor_config
+    if profile is not None and not profile.manual_trigger:
+        sources = profile.request_sources_enabled
         out.append(Extractor("profile", tuple(sources) if sources else None))
     if config.user_playbook_extractor_config is not None:
         sources = config.user_playbook_extractor_config.request_sources_enabled
@@ -94,7 +98,15 @@ def publish(
 
     Raises:
         ConflictError: ``request_id`` was already used with a different payload.
+        ValidationError: A flag this server cannot act on is set.
     """
+    if req.override_learning_stall:
+        raise ValidationError(
+            "override_learning_stall is not supported by this server: learning never stalls after "
+            "provider errors here (failed jobs are retried, then listed by `reflexio jobs dead` and "
+            "requeued by `reflexio jobs retry`); publish without it",
+            details={"fields": ["override_learning_stall"]},
+        )
     request_id = req.request_id or uuid.uuid4().hex
     digest = idempotency.payload_hash(req)
     warnings = [*req.payload_warnings(), *references.reference_warnings(core.storage, org_id, req)]
@@ -161,17 +173,20 @@ def enqueue_extraction(tx: Storage, jobs: Sequence[Job]) -> None:
             tx.expedite_job(job.org_id, EXTRACT, job.key or "")
 
 
-def extraction_job(org_id: str, user_id: str, *, flush: bool, request_id: str | None = None) -> Job:
+def extraction_job(
+    org_id: str, user_id: str, *, flush: bool, request_id: str | None = None, manual: bool = False
+) -> Job:
     """The (deduplicated) job that learns from a user's new turns with every extractor.
 
     Unless flushed, it is due `EXTRACTION_BATCH_SECONDS` from now, and publishes for the same
-    user until then join it (at most one extraction job per user is queued).
+    user until then join it (at most one extraction job per user is queued). A ``manual`` job
+    also runs the extractors that only learn when asked (``manual_trigger``).
     """
     return Job(
         org_id=org_id,
         task=EXTRACT,
         key=extraction_key(user_id),
-        payload={"user_id": user_id, "flush": flush},
+        payload={"user_id": user_id, "flush": flush, **({"manual": True} if manual else {})},
         request_id=request_id,
         run_at=now() if flush else now() + EXTRACTION_BATCH_SECONDS,
     )

@@ -95,6 +95,7 @@ def handlers(core: Core) -> dict[str, Handler]:
         RERUN: rerun_handler(core),
         REEMBED: _reembed(core),
         maintenance.EXPIRE: maintenance.expire_handler(core),
+        maintenance.LINEAGE_GC: maintenance.lineage_gc_handler(core),
     }
 
 
@@ -106,6 +107,7 @@ def start_pool(core: Core, size: int | None = None) -> WorkerPool:
     """
     schedule_reembedding(core)
     maintenance.schedule_expiry(core)
+    maintenance.schedule_lineage_gc(core)
     pool = WorkerPool(
         core.storage,
         handlers(core),
