@@ -22,6 +22,7 @@ from reflexio.api.routes import (
     system,
     users,
 )
+from reflexio.models import WireModel
 from reflexio.service.core import Core
 
 __all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "DOCS_ASSETS_PATH", "create_app"]
@@ -30,6 +31,24 @@ __all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "DOCS_ASSETS_PATH", "create_app"]
 DOCS_ASSETS_PATH = "/docs-assets"
 #: How long ``publish_interaction?wait_for_response=true`` waits for learning to settle.
 DEFAULT_PUBLISH_WAIT_SECONDS = 30.0
+
+
+def _build_wire_models() -> None:
+    """Compile every wire model now, and let adapters over them compile at once too.
+
+    The models defer their build to first use (``WireModel``), which spares a CLI command
+    compiling ~150 models it never uses. A server uses them all; and an adapter FastAPI builds
+    over a deferred model defers as well, then compiles outside the warning filter FastAPI
+    applies while building it, so pydantic warns about FastAPI's ``alias="body"``. A server
+    therefore builds every model here, once, and turns deferral off for what is built later.
+    """
+    pending = list(WireModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        model.model_config["defer_build"] = False
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
 
 
 def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT_SECONDS) -> FastAPI:
@@ -47,6 +66,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         description="A learning layer for AI agents: publish what happened, retrieve what matters.",
         redirect_slashes=False,
     )
+    _build_wire_models()
     app.state.core = core
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)

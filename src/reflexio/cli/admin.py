@@ -19,10 +19,10 @@ import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, settings, wants_json
 from reflexio.cli.output import Result, Table, run
-from reflexio.client import ReflexioClient
 from reflexio.errors import BadRequestError
 
 if TYPE_CHECKING:
+    from reflexio.client import ReflexioClient
     from reflexio.records import ApiKeyRecord
     from reflexio.service.core import Core
 

@@ -20,7 +20,6 @@ import typer
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, client_settings, settings, wants_json
 from reflexio.cli.output import Result, Table, run
 from reflexio.config import LITELLM_MISSING, Settings, litellm_installed
-from reflexio.models.secrets import mask_url
 
 if TYPE_CHECKING:
     from reflexio.embed import Embedder
@@ -120,6 +119,7 @@ def _embedder(chosen: Settings) -> tuple[Embedder, Check]:
 
 
 def _storage(chosen: Settings, embedder: Embedder) -> tuple[Storage | None, Check]:
+    from reflexio.models.secrets import mask_url
     from reflexio.storage import open_storage
 
     shown = mask_url(chosen.storage_url)

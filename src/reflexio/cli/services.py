@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 
 from reflexio.cli import process
@@ -139,6 +138,8 @@ def _describe(files: ServerFiles, pid: int | None) -> dict[str, Any]:
 
 def _health(url: str, timeout: float = 2.0) -> str:
     """``healthy``, ``unhealthy`` (answers 503) or ``unreachable``."""
+    import httpx  # only the commands that probe a server pay for importing it
+
     parsed = httpx.URL(url)
     if not process.listening(parsed.host, parsed.port or 80):
         return "unreachable"

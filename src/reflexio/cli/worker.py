@@ -22,7 +22,6 @@ from reflexio.cli import process
 from reflexio.cli.options import JsonOpt, settings, wants_json
 from reflexio.cli.output import Result, run
 from reflexio.config import Settings
-from reflexio.models.secrets import mask_url
 
 if TYPE_CHECKING:
     from reflexio.service.core import Core
@@ -83,6 +82,8 @@ def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int |
     logging.basicConfig(
         level=chosen.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from reflexio.models.secrets import mask_url
+
     size = concurrency or (chosen.workers if chosen.workers > 0 else DEFAULT_CONCURRENCY)
     where = mask_url(chosen.storage_url)
     with process.signalled() as stop:  # a signal while opening storage still ends us cleanly
@@ -109,6 +110,7 @@ def _serve_queue(
     its child: a server killed with SIGKILL cannot stop its worker process, so the worker
     notices it was orphaned (even when that happened while it was still starting).
     """
+    from reflexio.models.secrets import mask_url
     from reflexio.service.workers import start_pool
 
     if stop.is_set():

@@ -222,8 +222,13 @@ def _unreachable(base_url: httpx.URL, call: Call[Any], exc: httpx.HTTPError) -> 
         reason = f"no answer in time ({type(exc).__name__})"
     else:
         reason = str(exc) or type(exc).__name__
+    fix = (
+        "point REFLEXIO_URL (or --url) at a running server"
+        if isinstance(exc, httpx.TimeoutException)
+        else "is it running? Start it with `reflexio services start`, or point REFLEXIO_URL (or --url) at it"
+    )
     return ServiceUnavailableError(
-        f"cannot reach Reflexio at {url} ({call.method}): {reason}",
+        f"cannot reach Reflexio at {url} ({call.method}): {reason}; {fix}",
         details={"url": str(url)},
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, Self
 
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from reflexio.models.entities import (
     CONTENT_BEARING_FIELDS,
@@ -25,6 +25,7 @@ from reflexio.models.fields import (
     NonEmptyStr,
     SessionOutcomeSource,
     TimeWindow,
+    WireModel,
 )
 
 __all__ = [
@@ -201,7 +202,7 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
         )
 
 
-class PublishUserInteractionResponse(BaseModel):
+class PublishUserInteractionResponse(WireModel):
     """Answer to a publish: stored or not, what was altered, and where learning stands.
 
     ``learning_status`` is ``"done"`` or ``"deferred"``; ``learning_reason`` says why.
@@ -222,7 +223,7 @@ class PublishUserInteractionResponse(BaseModel):
     learning_reason: str | None = None
 
 
-class LearningStatusResponse(BaseModel):
+class LearningStatusResponse(WireModel):
     """How far learning has got with one published request (``GET /api/learning_status``).
 
     ``not_tracked`` is for requests stored before status tracking existed.
@@ -232,14 +233,14 @@ class LearningStatusResponse(BaseModel):
     reason: str | None = None
 
 
-class FinalizeSessionRequest(BaseModel):
+class FinalizeSessionRequest(WireModel):
     """A hint that a session is over, so it can be learned from and judged without waiting."""
 
     user_id: NonEmptyStr
     session_id: NonEmptyStr
 
 
-class FinalizeSessionResponse(BaseModel):
+class FinalizeSessionResponse(WireModel):
     """Whether the hint was accepted; learning still runs asynchronously."""
 
     success: bool
@@ -259,7 +260,7 @@ class GetInteractionsRequest(TimeWindow):
     top_k: int | None = Field(default=30, gt=0)
 
 
-class GetInteractionsViewResponse(BaseModel):
+class GetInteractionsViewResponse(WireModel):
     """Turns returned by ``get_interactions`` and ``get_all_interactions``."""
 
     success: bool
@@ -279,7 +280,7 @@ class SearchInteractionRequest(TimeWindow):
     search_mode: SearchMode = SearchMode.HYBRID
 
 
-class SearchInteractionsViewResponse(BaseModel):
+class SearchInteractionsViewResponse(WireModel):
     """Turns matching a ``search_interactions`` query."""
 
     success: bool
@@ -298,21 +299,21 @@ class GetRequestsRequest(TimeWindow):
     offset: int | None = Field(default=0, ge=0)
 
 
-class RequestDataView(BaseModel):
+class RequestDataView(WireModel):
     """One request and its turns."""
 
     request: Request
     interactions: list[InteractionView]
 
 
-class SessionView(BaseModel):
+class SessionView(WireModel):
     """One session: every request in it, in order."""
 
     session_id: str
     requests: list[RequestDataView]
 
 
-class GetRequestsViewResponse(BaseModel):
+class GetRequestsViewResponse(WireModel):
     """A page of sessions; ``has_more`` says whether another page exists."""
 
     success: bool
@@ -326,40 +327,40 @@ class GetRequestsViewResponse(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class DeleteUserInteractionRequest(BaseModel):
+class DeleteUserInteractionRequest(WireModel):
     """Delete one turn of one user."""
 
     user_id: NonEmptyStr
     interaction_id: int = Field(gt=0)
 
 
-class DeleteUserInteractionResponse(BaseModel):
+class DeleteUserInteractionResponse(WireModel):
     """Outcome of deleting a turn."""
 
     success: bool
     message: str = ""
 
 
-class DeleteRequestRequest(BaseModel):
+class DeleteRequestRequest(WireModel):
     """Delete a request and its turns."""
 
     request_id: NonEmptyStr
 
 
-class DeleteRequestResponse(BaseModel):
+class DeleteRequestResponse(WireModel):
     """Outcome of deleting a request."""
 
     success: bool
     message: str = ""
 
 
-class DeleteSessionRequest(BaseModel):
+class DeleteSessionRequest(WireModel):
     """Delete every request of a session."""
 
     session_id: NonEmptyStr
 
 
-class DeleteSessionResponse(BaseModel):
+class DeleteSessionResponse(WireModel):
     """Outcome of deleting a session, with how many requests went."""
 
     success: bool
@@ -367,13 +368,13 @@ class DeleteSessionResponse(BaseModel):
     deleted_requests_count: int = 0
 
 
-class DeleteRequestsByIdsRequest(BaseModel):
+class DeleteRequestsByIdsRequest(WireModel):
     """Delete several requests at once."""
 
     request_ids: list[str] = Field(min_length=1, max_length=10_000)
 
 
-class BulkDeleteResponse(BaseModel):
+class BulkDeleteResponse(WireModel):
     """Outcome of any bulk or delete-all route."""
 
     success: bool

@@ -12,14 +12,15 @@ Our additions are marked as such: ``session_idle_seconds`` and ``search_threshol
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, model_validator
 
 from reflexio.models.entities import StorageConfigTest
-from reflexio.models.fields import NonEmptyStr, SafeHttpUrl, SanitizedNonEmptyStr
+from reflexio.models.fields import NonEmptyStr, SafeHttpUrl, SanitizedNonEmptyStr, WireModel
 from reflexio.models.secrets import mask_secrets, restore_masked_secrets
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "PendingToolCallConfig",
     "PendingToolCallToolOverrideConfig",
     "PlaybookAggregatorConfig",
+    "PlaybookConfig",
     "PlaybookOptimizerConfig",
     "ProfileExtractorConfig",
     "ProviderKeyConfig",
@@ -60,7 +62,7 @@ DEFAULT_WINDOW_SIZE: Final = 10
 DEFAULT_STRIDE_SIZE: Final = 8
 
 
-class _Strict(BaseModel):
+class _Strict(WireModel):
     """Config parts reject unknown keys, so a typo in a nested setting is an error, not a no-op."""
 
     model_config = ConfigDict(extra="forbid")
@@ -132,7 +134,13 @@ class StorageConfigManagedSupabase(_StorageConfig):
 StorageConfig = (
     StorageConfigSQLite | StorageConfigSupabase | StorageConfigPostgres | StorageConfigManagedSupabase | None
 )
-_STORAGE_CONFIG: Final[TypeAdapter[StorageConfig]] = TypeAdapter(StorageConfig)
+
+
+@functools.cache
+def _storage_config_adapter() -> TypeAdapter[StorageConfig]:
+    """Built on first use, like the models (``WireModel.defer_build``)."""
+    return TypeAdapter(StorageConfig)
+
 
 # ---------------------------------------------------------------------------------------------
 # LLM providers and models
@@ -184,7 +192,10 @@ class CustomEndpointConfig(_Strict):
 
 
 class APIKeyConfig(_Strict):
-    """Credentials per LLM provider; secrets here are masked on every read."""
+    """Credentials per LLM provider; secrets here are masked on every read.
+
+    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it.
+    """
 
     custom_endpoint: CustomEndpointConfig | None = None
     openai: OpenAIConfig | None = None
@@ -197,6 +208,16 @@ class APIKeyConfig(_Strict):
     zai: ProviderKeyConfig | None = None
     moonshot: ProviderKeyConfig | None = None
     xai: ProviderKeyConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            name: {"api_key": value} if isinstance(value, str) and name != "custom_endpoint" else value
+            for name, value in data.items()
+        }
 
 
 class LLMConfig(_Strict):
@@ -330,6 +351,10 @@ class UserPlaybookExtractorConfig(_Strict):
         if isinstance(data, dict) and data.get("aggregation_config", ...) is None:
             del data["aggregation_config"]  # stored null meant "defaults"
         return data
+
+
+#: Reflexio 0.2.13's name for the playbook extractor config (``playbook_configs=[PlaybookConfig(...)]``).
+PlaybookConfig = UserPlaybookExtractorConfig
 
 
 class AgentSuccessConfig(_Strict):
@@ -621,7 +646,7 @@ class Config(_Strict):
         damaged Postgres config into "SQLite" and quietly move an org to a local file.
         """
         upgraded = _upgrade_config_shape(dict(data))
-        _STORAGE_CONFIG.validate_python(upgraded.get("storage_config"))
+        _storage_config_adapter().validate_python(upgraded.get("storage_config"))
         return cls.model_validate(upgraded, extra="ignore")
 
     def masked(self) -> dict[str, Any]:

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from reflexio.models.entities import RetrievedLearning, RetrievedLearningKind
+from reflexio.models.fields import WireModel
 
 __all__ = ["PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
 
@@ -36,7 +37,7 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-class PromptBlock(BaseModel):
+class PromptBlock(WireModel):
     """Learnings rendered for a prompt, plus the references to publish for exactly those.
 
     ``tokens`` is ``estimate_tokens(text)``.
