@@ -35,6 +35,7 @@ def test_a_key_created_while_the_server_runs_works_at_once(keyed: Cli) -> None:
     refused = keyed("search", "anything", "--json", ok=False)
     assert refused.exit_code == 3
     assert json.loads(refused.stdout)["error"] == "authentication_required"
+    assert "set REFLEXIO_API_KEY or pass --api-key" in keyed("search", "anything", ok=False).stderr
     assert keyed.json("search", "anything", "--api-key", key)["success"] is True
     assert keyed.json("--api-key", key, "jobs", "list")["jobs"] == []
 
