@@ -27,8 +27,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from reflexio._version import __version__
+
 if TYPE_CHECKING:
-    __version__: str
     from reflexio.client import (
         AsyncReflexioClient,
         ReflexioClient,
@@ -129,19 +130,7 @@ _HOMES: dict[str, str] = {
 }
 
 
-def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # reads package metadata: slow
-
-    try:
-        return version("reflexio")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        globals()[name] = found = _installed_version()
-        return found
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'reflexio' has no attribute {name!r}")

@@ -42,12 +42,9 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from reflexio._version import __version__
 
-        try:
-            typer.echo(f"reflexio {version('reflexio')}")
-        except PackageNotFoundError:
-            typer.echo("reflexio (not installed)")
+        typer.echo(f"reflexio {__version__}")
         raise typer.Exit()
 
 

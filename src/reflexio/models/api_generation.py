@@ -6,8 +6,6 @@ pending and current versions of learnings. Evaluation results are the session-su
 retrieved-learning verdicts the reflect step produces.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, TypeAlias
 
 from pydantic import AfterValidator, Field

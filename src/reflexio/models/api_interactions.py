@@ -6,8 +6,6 @@ rejects a batch that is entirely empty, and keeps a bounded, log-safe record of 
 key it stripped so the server can answer with ``warnings`` instead of losing a typo silently.
 """
 
-from __future__ import annotations
-
 from typing import Final, Literal, Self
 
 from pydantic import Field, PrivateAttr, model_validator

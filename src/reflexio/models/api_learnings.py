@@ -5,8 +5,6 @@ Learnings are user profiles, user playbooks and agent playbooks. Searching them 
 ``status_filter`` lists use ``null`` for the current version (see ``Status``).
 """
 
-from __future__ import annotations
-
 from typing import Any, Self
 
 from pydantic import Field, model_validator

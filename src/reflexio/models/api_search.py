@@ -6,8 +6,6 @@ budget (:meth:`UnifiedSearchViewResponse.to_prompt`), returning the ``retrieved_
 to publish for exactly the learnings that made it into the prompt.
 """
 
-from __future__ import annotations
-
 from typing import Literal, TypeAlias
 
 from pydantic import Field

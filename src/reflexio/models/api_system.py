@@ -5,8 +5,6 @@ probe them. ``export_user_data`` is ours: everything stored about one user, as o
 document, so a user can take their data away (and ``clear_user_data`` can remove it).
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 

@@ -10,8 +10,6 @@ One addition: the three learning views carry ``score`` (relevance, set on search
 which older clients ignore.
 """
 
-from __future__ import annotations
-
 from enum import Enum, IntEnum, StrEnum
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias, TypeVar
 
@@ -104,7 +102,7 @@ class Status(str, Enum):  # noqa: UP042 - a StrEnum member cannot have the value
     are ``Status | None`` and a current row carries ``None``.
     """
 
-    def __new__(cls, value: str | None) -> Status:
+    def __new__(cls, value: str | None) -> "Status":
         member = str.__new__(cls, "" if value is None else value)
         member._value_ = value
         return member

@@ -7,8 +7,6 @@ accepted (old plugins send extra bookkeeping) but reported back so a typo is not
 They live here once so every request and entity spells them the same way.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import re
 import time

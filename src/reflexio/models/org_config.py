@@ -10,8 +10,6 @@ through :meth:`Config.merge_update`, which restores the secrets a round trip car
 Our additions are marked as such: ``session_idle_seconds`` and ``search_threshold``.
 """
 
-from __future__ import annotations
-
 import functools
 from collections.abc import Mapping
 from enum import StrEnum
@@ -639,7 +637,7 @@ class Config(_Strict):
         return self
 
     @classmethod
-    def from_stored(cls, data: Mapping[str, Any]) -> Config:
+    def from_stored(cls, data: Mapping[str, Any]) -> "Config":
         """Load a config written by any version, ignoring keys this version no longer knows.
 
         ``storage_config`` is still checked strictly first: leniency there could turn a
@@ -654,7 +652,7 @@ class Config(_Strict):
         masked: dict[str, Any] = mask_secrets(self.model_dump(mode="json"))
         return masked
 
-    def merge_update(self, update: Mapping[str, Any], *, partial: bool = False) -> Config:
+    def merge_update(self, update: Mapping[str, Any], *, partial: bool = False) -> "Config":
         """The config an API write produces when this one is stored.
 
         ``partial=False`` (``set_config``) replaces the whole config, except that the

@@ -6,8 +6,6 @@ safest way to keep the two in step is to produce both from one selection, here: 
 dropped for the budget is dropped from the attribution too.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
