@@ -152,6 +152,11 @@ class Settings:
         """Folder for pid and log files of background services."""
         return self.home / "run"
 
+    @property
+    def workers_ready_file(self) -> Path:
+        """Written by the server on this port once its job workers claim jobs (learning can start)."""
+        return self.run_dir / f"workers-{self.port}.ready"
+
     def provider_keys(self) -> dict[str, str]:
         """LLM provider credentials present in the environment, by variable name."""
         names = (
