@@ -163,6 +163,13 @@ CASES = [
     _c("DELETE", "delete_all_user_playbooks"),
     _c("DELETE", "delete_all_agent_playbooks"),
     _c("POST", "search", body={"query": QUERY, **ALPHA_USER, "session_id": "alpha-sess", "threshold": 0.0}),
+    _c(
+        "POST",
+        "get_learning_provenance",
+        404,
+        body=lambda ids: {"kind": "user_playbook", "id": str(ids.user_playbook)},
+    ),
+    _c("POST", "get_learning_provenance", 404, body={"kind": "profile", "id": "alpha-prof"}, name="profile"),
     _c("POST", "set_config", body={"window_size": 20, "stride_size": 5}),
     _c(
         "POST",
@@ -222,8 +229,14 @@ def seed_org_a(core: Core, app: Any) -> Ids:
         )
     )
     secret_config = {
-        "api_key_config": {"openai": {"api_key": SECRET}},
-        "storage_config": {"type": "postgres", "db_url": f"postgresql://alpha:{SECRET}@alpha-db/app"},
+        "api_key_config": {
+            "openai": {"api_key": SECRET},
+            "custom_endpoint": {
+                "model": "m",
+                "api_key": SECRET,
+                "api_base": f"https://alpha:{SECRET}@alpha-db/v1",
+            },
+        },
     }
     ok(a.post("/api/set_config", json=secret_config))
     assert core.storage.expedite_job(A, "extract", "alpha-user"), "the publish queued an extraction job"

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, wants_json
 from reflexio.cli.output import Result, Table, run
-from reflexio.models import DEFAULT_AGENT_VERSION, AgentPlaybookView, ProfileView, Status, UserPlaybookView
+
+if TYPE_CHECKING:
+    from reflexio.models import AgentPlaybookView, ProfileView, Status, UserPlaybookView
 
 __all__ = ["agent_playbooks", "profiles", "user_playbooks"]
 
@@ -51,6 +53,20 @@ _AGENT_RULE_COLUMNS = (
 )
 
 
+NewAgentVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--agent-version", help="Agent version (default: agent-v0, the server's default).", show_default=False
+    ),
+]
+
+
+def _agent_version(given: str | None) -> str:
+    from reflexio.models import DEFAULT_AGENT_VERSION
+
+    return given or DEFAULT_AGENT_VERSION
+
+
 def _rows(items: Sequence[ProfileView | UserPlaybookView | AgentPlaybookView]) -> list[dict[str, Any]]:
     return [item.model_dump(mode="json") for item in items]
 
@@ -58,6 +74,11 @@ def _rows(items: Sequence[ProfileView | UserPlaybookView | AgentPlaybookView]) -
 def _states(names: list[str] | None) -> list[Status | str | None] | None:
     """``--status`` values as the client's status filter (``current`` is the current version)."""
     return [*names] if names else None
+
+
+def _ids(ids: Sequence[int | str]) -> str:
+    """New ids as a person reads them (a server older than ours answers none)."""
+    return ", ".join(map(str, ids)) or "(the server did not say its id)"
 
 
 def _done(data: Any, message: str) -> Result:
@@ -177,9 +198,7 @@ def list_user_playbooks(
 def add_user_playbook(
     content: Annotated[str, typer.Option("--content", help="The instruction to follow.")],
     user: Annotated[str | None, typer.Option("--user", help="The user it is for.")] = None,
-    agent_version: Annotated[
-        str, typer.Option("--agent-version", help="Agent version.")
-    ] = DEFAULT_AGENT_VERSION,
+    agent_version: NewAgentVersion = None,
     trigger: Trigger = None,
     rationale: Rationale = None,
     name: Name = "",
@@ -192,7 +211,7 @@ def add_user_playbook(
     def action() -> Result:
         rule = {
             "user_id": user,
-            "agent_version": agent_version,
+            "agent_version": _agent_version(agent_version),
             "request_id": f"cli-{uuid.uuid4().hex[:12]}",
             "playbook_name": name,
             "content": content,
@@ -201,7 +220,7 @@ def add_user_playbook(
         }
         with client(url, api_key) as api:
             response = api.add_user_playbook([rule])
-        return _done(response, f"Added {response.added_count} user playbook(s)")
+        return _done(response, f"Added user playbook {_ids(response.user_playbook_ids)}")
 
     run(wants_json(as_json), action)
 
@@ -254,9 +273,7 @@ def list_agent_playbooks(
 @agent_playbooks.command("add")
 def add_agent_playbook(
     content: Annotated[str, typer.Option("--content", help="The instruction every user's session gets.")],
-    agent_version: Annotated[
-        str, typer.Option("--agent-version", help="Agent version.")
-    ] = DEFAULT_AGENT_VERSION,
+    agent_version: NewAgentVersion = None,
     trigger: Trigger = None,
     rationale: Rationale = None,
     name: Name = "",
@@ -271,7 +288,7 @@ def add_agent_playbook(
 
     def action() -> Result:
         rule = {
-            "agent_version": agent_version,
+            "agent_version": _agent_version(agent_version),
             "playbook_name": name,
             "content": content,
             "trigger": trigger,
@@ -280,15 +297,41 @@ def add_agent_playbook(
         }
         with client(url, api_key) as api:
             response = api.add_agent_playbooks([rule])
-        return _done(response, f"Added {response.added_count} agent playbook(s)")
+        new_id = _ids(response.agent_playbook_ids)
+        review = (
+            "" if status == "approved" else f"; approve it with `reflexio agent-playbooks approve {new_id}`"
+        )
+        return _done(response, f"Added agent playbook {new_id} ({status}){review}")
 
     run(wants_json(as_json), action)
 
 
-def _review(playbook_id: int, decision: str, as_json: bool, url: str, api_key: str) -> None:
+Note = Annotated[str | None, typer.Option("--note", help="Why; kept in the history with who decided.")]
+IfStatus = Annotated[
+    str | None,
+    typer.Option(
+        "--if-status",
+        help="Only if it is still in this state (pending, approved, rejected): another reviewer's "
+        "decision in between is refused instead of overridden.",
+    ),
+]
+
+
+def _review(
+    playbook_id: int,
+    decision: str,
+    as_json: bool,
+    url: str,
+    api_key: str,
+    *,
+    note: str | None = None,
+    expected: str | None = None,
+) -> None:
     def action() -> Result:
         with client(url, api_key) as api:
-            response = api.update_agent_playbook_status(playbook_id, playbook_status=decision)
+            response = api.update_agent_playbook_status(
+                playbook_id, playbook_status=decision, expected_status=expected, note=note
+            )
         data = response.model_dump(mode="json") | {
             "agent_playbook_id": playbook_id,
             "playbook_status": decision,
@@ -303,18 +346,41 @@ PlaybookId = Annotated[int, typer.Argument(help="The agent playbook id.", min=1)
 
 @agent_playbooks.command("approve")
 def approve(
-    playbook_id: PlaybookId, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
+    playbook_id: PlaybookId,
+    note: Note = None,
+    if_status: IfStatus = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = "",
+    api_key: ApiKeyOpt = "",
 ) -> None:
     """Approve an agent playbook: search serves it, and re-aggregation never overwrites it."""
-    _review(playbook_id, "approved", as_json, url, api_key)
+    _review(playbook_id, "approved", as_json, url, api_key, note=note, expected=if_status)
 
 
 @agent_playbooks.command("reject")
 def reject(
-    playbook_id: PlaybookId, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
+    playbook_id: PlaybookId,
+    note: Note = None,
+    if_status: IfStatus = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = "",
+    api_key: ApiKeyOpt = "",
 ) -> None:
-    """Reject an agent playbook: it leaves retrieval at once."""
-    _review(playbook_id, "rejected", as_json, url, api_key)
+    """Reject (or revoke) an agent playbook: it leaves retrieval at once, in every process."""
+    _review(playbook_id, "rejected", as_json, url, api_key, note=note, expected=if_status)
+
+
+@agent_playbooks.command("reopen")
+def reopen(
+    playbook_id: PlaybookId,
+    note: Note = None,
+    if_status: IfStatus = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = "",
+    api_key: ApiKeyOpt = "",
+) -> None:
+    """Put an approved or rejected agent playbook back in review (pending)."""
+    _review(playbook_id, "pending", as_json, url, api_key, note=note, expected=if_status)
 
 
 @agent_playbooks.command("delete")

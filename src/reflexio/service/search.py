@@ -199,8 +199,23 @@ def _approvals(statuses: Sequence[PlaybookStatus] | PlaybookStatus | None) -> tu
     )
 
 
-def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, LearningFilter]]:
-    """One filter per requested kind (profiles need a user; rejected rules are never served)."""
+def _served_approvals(
+    core: Core, org_id: str, statuses: Sequence[PlaybookStatus] | PlaybookStatus | None
+) -> tuple[Approval, ...]:
+    """The approvals a search may serve: as asked, approved only when the org requires approval."""
+    approvals = _approvals(statuses)
+    if core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE).approval_required:
+        return tuple(a for a in approvals if a is Approval.APPROVED)
+    return approvals
+
+
+def unified_filters(
+    req: UnifiedSearchRequest, at: int, approvals: tuple[Approval, ...] | None = None
+) -> list[tuple[str, LearningFilter]]:
+    """One filter per requested kind (profiles need a user; rejected rules are never served).
+
+    ``approvals`` overrides the request's agent playbook status filter (``approval_required``).
+    """
     wanted: list[str] = list(req.entity_types or _KIND_OF_ENTITY)
     tags = tuple(req.tags) if req.tags else None
     current = (LearningStatus.CURRENT,)
@@ -235,7 +250,8 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
             )
         )
     if "agent_playbooks" in wanted:
-        approvals = _approvals(req.agent_playbook_status_filter)
+        if approvals is None:
+            approvals = _approvals(req.agent_playbook_status_filter)
         if approvals:
             out.append(
                 (
@@ -255,7 +271,9 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
 
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     """Unified search: the few learnings that matter for this query, per kind, scored."""
-    named = unified_filters(req, int(now()))
+    named = unified_filters(
+        req, int(now()), _served_approvals(core, org_id, req.agent_playbook_status_filter)
+    )
     exclude: frozenset[tuple[str, str]] = frozenset()
     if req.session_id and not req.include_already_served:
         exclude = frozenset(core.storage.list_exposures(org_id, req.session_id))
@@ -323,8 +341,14 @@ def _run_single(
     return rank(core, org_id, plan).hits[0]
 
 
+#: Why a profile search without ``user_id`` finds nothing: one user's facts are never served to another.
+_PROFILES_NEED_A_USER = "profiles are searched per user: pass user_id (no search reads every user's profiles)"
+
+
 def search_profiles(core: Core, org_id: str, req: SearchUserProfileRequest) -> SearchProfilesViewResponse:
-    """Search one user's current, unexpired profiles."""
+    """Search one user's current, unexpired profiles; without a user, nobody's."""
+    if req.user_id is None:
+        return SearchProfilesViewResponse(success=True, user_profiles=[], msg=_PROFILES_NEED_A_USER)
     f = LearningFilter(
         kinds=(LearningKind.PROFILE,),
         user_id=req.user_id,
@@ -376,7 +400,7 @@ def search_agent_playbooks(
         agent_version=req.agent_version or None,
         playbook_name=req.playbook_name or None,
         statuses=views.learning_statuses(req.status_filter) or (LearningStatus.CURRENT,),
-        approvals=_approvals(req.playbook_status_filter),
+        approvals=_served_approvals(core, org_id, req.playbook_status_filter),
         tags=tuple(req.tags) if req.tags else None,
         created_after=views.epoch(req.start_time),
         created_before=views.epoch(req.end_time),
