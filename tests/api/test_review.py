@@ -97,9 +97,7 @@ def _decide(client: TestClient, body: dict[str, Any], start: threading.Barrier, 
     codes.append(client.put(STATUS, json=body).status_code)
 
 
-def test_concurrent_approve_and_reject_one_wins(
-    client: TestClient, core: Core
-) -> None:
+def test_concurrent_approve_and_reject_one_wins(client: TestClient, core: Core) -> None:
     """Both reviewers saw it pending; whatever order the store serialises them in, one loses."""
     for _ in range(3):
         pid = _add(client, "Ask for the order number before a refund")
