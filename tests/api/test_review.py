@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
 from reflexio.service.core import Core
