@@ -244,7 +244,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
 def passed(result: dict[str, Any]) -> bool:
     """The issue's bar: no error, no timeout, every acknowledged publish stored once, learning done."""
     checks = result["audit"]
-    return (
+    return bool(
         result["errors"] == 0
         and result["timeouts"] == 0
         and result["learning_settled"]

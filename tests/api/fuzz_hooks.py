@@ -96,8 +96,9 @@ def _fit_stride(body: dict[str, Any]) -> None:
     if not ({"window_size", "stride_size", "extraction_preset"} & body.keys()):
         return
     preset = _PRESETS.get(str(body.get("extraction_preset")), _DEFAULT)
-    window = body.get("window_size") if isinstance(body.get("window_size"), int) else preset[0]
-    stride = body.get("stride_size") if isinstance(body.get("stride_size"), int) else preset[1]
+    given_window, given_stride = body.get("window_size"), body.get("stride_size")
+    window = given_window if isinstance(given_window, int) else preset[0]
+    stride = given_stride if isinstance(given_stride, int) else preset[1]
     body["window_size"] = max(window, stride)
     body["stride_size"] = stride
 

@@ -23,8 +23,10 @@ from tests.conftest import BACKENDS, storage_url
 ORG = "self-host-org"  # the default org: rotation covers it, key owners and orgs with data
 SECRET = "sk-live-0123456789abcdefSECRET"
 CONFIG = {
-    "api_key_config": {"openai": {"api_key": SECRET}},
-    "storage_config": {"type": "postgres", "db_url": "postgresql://app:hunter2pass@db:5432/x"},
+    "api_key_config": {
+        "openai": {"api_key": SECRET},
+        "anthropic": {"api_key": "sk-ant-hunter2pass"},
+    },
 }
 
 

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
@@ -32,7 +33,7 @@ from reflexio.config import Settings
 from reflexio.service import org_config
 from reflexio.service.core import Core, open_core
 from reflexio.service.warmup import Warmup
-from reflexio.service.workers import start_pool
+from reflexio.service.workers import announce_ready, start_pool
 
 __all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
@@ -42,13 +43,15 @@ log = logging.getLogger(__name__)
 _MIN_WORKER_GRACE = 1.0
 
 
-def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
+def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Path | None = None) -> FastAPI:
     """The API app whose lifespan runs (and stops) the job workers.
 
     Args:
         core: The process core the routes serve.
         worker_process: Run the workers in a supervised child process instead of threads
             (only for a store other processes can open; see `workers_can_run_apart`).
+        ready_file: Written once the workers claim jobs, removed when they stop (what
+            ``reflexio services start`` waits for before it says "ready").
     """
     app = create_app(core)
     draining: Draining = app.state.draining
@@ -60,12 +63,14 @@ def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
         app.state.warmup.start(core)  # /health/ready says "pending" until it is done
         pool, child = None, None
         if core.settings.workers > 0 and worker_process:
-            child = WorkerProcess(core.settings, grace_seconds=grace)
-            child.start()
+            child = WorkerProcess(core.settings, grace_seconds=grace, ready_file=ready_file)
+            child.start()  # the child announces itself once its workers run
             draining.on_begin(child.begin_stop)
         elif core.settings.workers > 0:
             pool = start_pool(core)
             draining.on_begin(pool.begin_stop)
+            if ready_file is not None:
+                announce_ready(ready_file)
         try:
             yield
         finally:
@@ -74,6 +79,8 @@ def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
             if child is not None:
                 child.stop(left)
             if pool is not None:
+                if ready_file is not None:
+                    ready_file.unlink(missing_ok=True)
                 pool.stop(left)
             core.close()
 
@@ -89,7 +96,8 @@ def serve(settings: Settings) -> None:
     sealed = org_config.seal_secrets(core)
     if sealed:
         log.info("encrypted the stored secrets of %s org config(s)", sealed)
-    app = build_server_app(core, worker_process=settings.worker_process and workers_can_run_apart(core))
+    apart = settings.worker_process and workers_can_run_apart(core)
+    app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     config = uvicorn.Config(
         app,

@@ -6,11 +6,9 @@ pending and current versions of learnings. Evaluation results are the session-su
 retrieved-learning verdicts the reflect step produces.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, TypeAlias
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, Field
 
 from reflexio.models.entities import (
     EvaluationResultView,
@@ -27,6 +25,7 @@ from reflexio.models.fields import (
     RequestModel,
     SessionOutcomeSource,
     TimeWindow,
+    WireModel,
 )
 
 __all__ = [
@@ -80,7 +79,7 @@ class RerunProfileGenerationRequest(TimeWindow):
     extractor_names: Names | None = None  # accepted and ignored: one extractor per org
 
 
-class RerunProfileGenerationResponse(BaseModel):
+class RerunProfileGenerationResponse(WireModel):
     """The rerun was started (or refused); poll the operation for its result."""
 
     success: bool
@@ -97,7 +96,7 @@ class ManualProfileGenerationRequest(RequestModel):
     extractor_names: Names | None = None  # accepted and ignored
 
 
-class ManualProfileGenerationResponse(BaseModel):
+class ManualProfileGenerationResponse(WireModel):
     """Outcome of a manual profile run."""
 
     success: bool
@@ -113,7 +112,7 @@ class UpgradeProfilesRequest(RequestModel):
     only_affected_users: Flag = False
 
 
-class UpgradeProfilesResponse(BaseModel):
+class UpgradeProfilesResponse(WireModel):
     """Counts of what an upgrade changed."""
 
     success: bool
@@ -131,7 +130,7 @@ class DowngradeProfilesRequest(RequestModel):
     only_affected_users: Flag = False
 
 
-class DowngradeProfilesResponse(BaseModel):
+class DowngradeProfilesResponse(WireModel):
     """Counts of what a downgrade changed."""
 
     success: bool
@@ -153,7 +152,7 @@ class RerunPlaybookGenerationRequest(TimeWindow):
     source: SessionOutcomeSource | None = None
 
 
-class RerunPlaybookGenerationResponse(BaseModel):
+class RerunPlaybookGenerationResponse(WireModel):
     """The rerun was started (or refused); poll the operation for its result."""
 
     success: bool
@@ -170,7 +169,7 @@ class ManualPlaybookGenerationRequest(RequestModel):
     playbook_name: Name | None = None  # accepted and ignored
 
 
-class ManualPlaybookGenerationResponse(BaseModel):
+class ManualPlaybookGenerationResponse(WireModel):
     """Outcome of a manual playbook run."""
 
     success: bool
@@ -186,7 +185,7 @@ class UpgradeUserPlaybooksRequest(RequestModel):
     archive_current: Flag = True
 
 
-class UpgradeUserPlaybooksResponse(BaseModel):
+class UpgradeUserPlaybooksResponse(WireModel):
     """Counts of what an upgrade changed."""
 
     success: bool
@@ -203,7 +202,7 @@ class DowngradeUserPlaybooksRequest(RequestModel):
     playbook_name: Name | None = None
 
 
-class DowngradeUserPlaybooksResponse(BaseModel):
+class DowngradeUserPlaybooksResponse(WireModel):
     """Counts of what a downgrade changed."""
 
     success: bool
@@ -219,7 +218,7 @@ class RunPlaybookAggregationRequest(RequestModel):
     playbook_name: Annotated[NonEmptyStr, Field(max_length=255)] = "playbook"
 
 
-class RunPlaybookAggregationResponse(BaseModel):
+class RunPlaybookAggregationResponse(WireModel):
     """Outcome of an aggregation run."""
 
     success: bool
@@ -231,7 +230,7 @@ class RunPlaybookAggregationResponse(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class OperationStatusInfo(BaseModel):
+class OperationStatusInfo(WireModel):
     """Progress of one long operation, as the client polls it until a terminal status."""
 
     service_name: str
@@ -256,7 +255,7 @@ class GetOperationStatusRequest(RequestModel):
     service_name: Name = "profile_generation"
 
 
-class GetOperationStatusResponse(BaseModel):
+class GetOperationStatusResponse(WireModel):
     """The latest state of the named operation, if one ever ran."""
 
     success: bool
@@ -276,7 +275,7 @@ class GetAgentSuccessEvaluationResultsRequest(TimeWindow):
     agent_version: Name | None = None
 
 
-class GetEvaluationResultsViewResponse(BaseModel):
+class GetEvaluationResultsViewResponse(WireModel):
     """Session-success verdicts."""
 
     success: bool
@@ -292,7 +291,7 @@ class GetRetrievedLearningEvaluationResultsRequest(TimeWindow):
     limit: PageSize = 100
 
 
-class GetRetrievedLearningEvaluationResultsResponse(BaseModel):
+class GetRetrievedLearningEvaluationResultsResponse(WireModel):
     """Per-learning relevance and impact verdicts."""
 
     success: bool

@@ -6,11 +6,9 @@ rejects a batch that is entirely empty, and keeps a bounded, log-safe record of 
 key it stripped so the server can answer with ``warnings`` instead of losing a typo silently.
 """
 
-from __future__ import annotations
-
 from typing import Final, Literal, Self
 
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from reflexio.models.entities import (
     CONTENT_BEARING_FIELDS,
@@ -31,6 +29,7 @@ from reflexio.models.fields import (
     SessionOutcomeSource,
     TimeWindow,
     TopK,
+    WireModel,
 )
 
 __all__ = [
@@ -160,6 +159,12 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
         """Positions, in the list as sent, of the empty turns that were dropped."""
         return list(self._skipped_empty_indices)
 
+    def sent_positions(self) -> list[int]:
+        """Position, in the list as sent, of each kept turn (what warnings and errors name)."""
+        skipped = set(self._skipped_empty_indices)
+        sent = range(len(self.interaction_data_list) + len(skipped))
+        return [index for index in sent if index not in skipped]
+
     def unknown_fields(self) -> list[str]:
         """Every stripped key as a path, e.g. ``interaction_data_list[3].tools_used[0].stat``."""
         nested = [
@@ -201,7 +206,7 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
         )
 
 
-class PublishUserInteractionResponse(BaseModel):
+class PublishUserInteractionResponse(WireModel):
     """Answer to a publish: stored or not, what was altered, and where learning stands.
 
     ``learning_status`` is ``"done"`` or ``"deferred"``; ``learning_reason`` says why.
@@ -222,7 +227,7 @@ class PublishUserInteractionResponse(BaseModel):
     learning_reason: str | None = None
 
 
-class LearningStatusResponse(BaseModel):
+class LearningStatusResponse(WireModel):
     """How far learning has got with one published request (``GET /api/learning_status``).
 
     ``not_tracked`` is for requests stored before status tracking existed.
@@ -239,7 +244,7 @@ class FinalizeSessionRequest(RequestModel):
     session_id: Id
 
 
-class FinalizeSessionResponse(BaseModel):
+class FinalizeSessionResponse(WireModel):
     """Whether the hint was accepted; learning still runs asynchronously."""
 
     success: bool
@@ -259,7 +264,7 @@ class GetInteractionsRequest(TimeWindow):
     top_k: PageSize | None = 30
 
 
-class GetInteractionsViewResponse(BaseModel):
+class GetInteractionsViewResponse(WireModel):
     """Turns returned by ``get_interactions`` and ``get_all_interactions``."""
 
     success: bool
@@ -279,7 +284,7 @@ class SearchInteractionRequest(TimeWindow):
     search_mode: SearchMode = SearchMode.HYBRID
 
 
-class SearchInteractionsViewResponse(BaseModel):
+class SearchInteractionsViewResponse(WireModel):
     """Turns matching a ``search_interactions`` query."""
 
     success: bool
@@ -298,21 +303,21 @@ class GetRequestsRequest(TimeWindow):
     offset: int | None = Field(default=0, ge=0, le=1_000_000)
 
 
-class RequestDataView(BaseModel):
+class RequestDataView(WireModel):
     """One request and its turns."""
 
     request: Request
     interactions: list[InteractionView]
 
 
-class SessionView(BaseModel):
+class SessionView(WireModel):
     """One session: every request in it, in order."""
 
     session_id: str
     requests: list[RequestDataView]
 
 
-class GetRequestsViewResponse(BaseModel):
+class GetRequestsViewResponse(WireModel):
     """A page of sessions; ``has_more`` says whether another page exists."""
 
     success: bool
@@ -333,7 +338,7 @@ class DeleteUserInteractionRequest(RequestModel):
     interaction_id: RowId
 
 
-class DeleteUserInteractionResponse(BaseModel):
+class DeleteUserInteractionResponse(WireModel):
     """Outcome of deleting a turn."""
 
     success: bool
@@ -346,7 +351,7 @@ class DeleteRequestRequest(RequestModel):
     request_id: Id
 
 
-class DeleteRequestResponse(BaseModel):
+class DeleteRequestResponse(WireModel):
     """Outcome of deleting a request."""
 
     success: bool
@@ -359,7 +364,7 @@ class DeleteSessionRequest(RequestModel):
     session_id: Id
 
 
-class DeleteSessionResponse(BaseModel):
+class DeleteSessionResponse(WireModel):
     """Outcome of deleting a session, with how many requests went."""
 
     success: bool
@@ -373,7 +378,7 @@ class DeleteRequestsByIdsRequest(RequestModel):
     request_ids: list[Id] = Field(min_length=1, max_length=10_000)
 
 
-class BulkDeleteResponse(BaseModel):
+class BulkDeleteResponse(WireModel):
     """Outcome of any bulk or delete-all route."""
 
     success: bool

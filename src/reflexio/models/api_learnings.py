@@ -5,11 +5,9 @@ Learnings are user profiles, user playbooks and agent playbooks. Searching them 
 ``status_filter`` lists use ``null`` for the current version (see ``Status``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Self, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from reflexio.models.entities import (
     AgentPlaybook,
@@ -36,6 +34,7 @@ from reflexio.models.fields import (
     RowId,
     SessionOutcomeSource,
     TimeWindow,
+    WireModel,
     is_blank,
 )
 
@@ -116,12 +115,13 @@ class AddUserProfileRequest(RequestModel):
         return self
 
 
-class AddUserProfileResponse(BaseModel):
-    """How many profiles were stored."""
+class AddUserProfileResponse(WireModel):
+    """How many profiles were stored, and their ids (ours: Reflexio answered the count only)."""
 
     success: bool
     message: str | None = None
     added_count: int = 0
+    profile_ids: list[str] = Field(default_factory=list)
 
 
 class GetUserProfilesRequest(TimeWindow):
@@ -137,7 +137,7 @@ class GetUserProfilesRequest(TimeWindow):
     tags: list[Name] | None = Field(default=None, max_length=100)
 
 
-class GetProfilesViewResponse(BaseModel):
+class GetProfilesViewResponse(WireModel):
     """Profiles returned by ``get_profiles`` and ``get_all_profiles``."""
 
     success: bool
@@ -154,21 +154,21 @@ class UpdateUserProfileRequest(RequestModel):
     custom_features: dict[str, Any] | None = None
 
 
-class UpdateUserProfileResponse(BaseModel):
+class UpdateUserProfileResponse(WireModel):
     """Outcome of a profile update."""
 
     success: bool
     msg: str | None = None
 
 
-class ProfileChangeLogViewResponse(BaseModel):
+class ProfileChangeLogViewResponse(WireModel):
     """Every recorded profile change of the organisation."""
 
     success: bool
     profile_change_logs: list[ProfileChangeLogView]
 
 
-class GetProfileStatisticsResponse(BaseModel):
+class GetProfileStatisticsResponse(WireModel):
     """Profile counts by lifecycle state."""
 
     success: bool
@@ -200,7 +200,7 @@ class DeleteUserProfileRequest(RequestModel):
     search_query: QueryText = ""
 
 
-class DeleteUserProfileResponse(BaseModel):
+class DeleteUserProfileResponse(WireModel):
     """Outcome of a profile delete."""
 
     success: bool
@@ -240,12 +240,13 @@ class AddUserPlaybookRequest(RequestModel):
         return self
 
 
-class AddUserPlaybookResponse(BaseModel):
-    """How many user playbooks were stored."""
+class AddUserPlaybookResponse(WireModel):
+    """How many user playbooks were stored, and their ids (ours: Reflexio answered the count only)."""
 
     success: bool
     message: str | None = None
     added_count: int = 0
+    user_playbook_ids: list[int] = Field(default_factory=list)
 
 
 class AddAgentPlaybookRequest(RequestModel):
@@ -262,12 +263,13 @@ class AddAgentPlaybookRequest(RequestModel):
         return self
 
 
-class AddAgentPlaybookResponse(BaseModel):
-    """How many agent playbooks were stored."""
+class AddAgentPlaybookResponse(WireModel):
+    """How many agent playbooks were stored, and their ids (ours: Reflexio answered the count only)."""
 
     success: bool
     message: str | None = None
     added_count: int = 0
+    agent_playbook_ids: list[int] = Field(default_factory=list)
 
 
 class GetUserPlaybooksRequest(TimeWindow):
@@ -284,7 +286,7 @@ class GetUserPlaybooksRequest(TimeWindow):
     tags: list[Name] | None = Field(default=None, max_length=100)
 
 
-class GetUserPlaybooksViewResponse(BaseModel):
+class GetUserPlaybooksViewResponse(WireModel):
     """User playbooks returned by ``get_user_playbooks``."""
 
     success: bool
@@ -307,7 +309,7 @@ class GetAgentPlaybooksRequest(TimeWindow):
     session_id: Id | None = None
 
 
-class GetAgentPlaybooksViewResponse(BaseModel):
+class GetAgentPlaybooksViewResponse(WireModel):
     """Agent playbooks returned by ``get_agent_playbooks``."""
 
     success: bool
@@ -329,7 +331,7 @@ class UpdatePlaybookStatusRequest(RequestModel):
     note: str | None = Field(default=None, max_length=4_000)
 
 
-class UpdatePlaybookStatusResponse(BaseModel):
+class UpdatePlaybookStatusResponse(WireModel):
     """Outcome of a review decision."""
 
     success: bool
@@ -349,7 +351,7 @@ class UpdateAgentPlaybookRequest(RequestModel):
     note: str | None = Field(default=None, max_length=4_000)  # addition: kept in the history
 
 
-class UpdateAgentPlaybookResponse(BaseModel):
+class UpdateAgentPlaybookResponse(WireModel):
     """Outcome of an agent playbook edit."""
 
     success: bool
@@ -366,7 +368,7 @@ class UpdateUserPlaybookRequest(RequestModel):
     rationale: LearningText | None = None
 
 
-class UpdateUserPlaybookResponse(BaseModel):
+class UpdateUserPlaybookResponse(WireModel):
     """Outcome of a user playbook edit."""
 
     success: bool
@@ -379,7 +381,7 @@ class DeleteAgentPlaybookRequest(RequestModel):
     agent_playbook_id: RowId
 
 
-class DeleteAgentPlaybookResponse(BaseModel):
+class DeleteAgentPlaybookResponse(WireModel):
     """Outcome of an agent playbook delete."""
 
     success: bool
@@ -392,7 +394,7 @@ class DeleteUserPlaybookRequest(RequestModel):
     user_playbook_id: RowId
 
 
-class DeleteUserPlaybookResponse(BaseModel):
+class DeleteUserPlaybookResponse(WireModel):
     """Outcome of a user playbook delete."""
 
     success: bool

@@ -6,11 +6,9 @@ budget (:meth:`UnifiedSearchViewResponse.to_prompt`), returning the ``retrieved_
 to publish for exactly the learnings that made it into the prompt.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reflexio.models.entities import (
     AgentPlaybookView,
@@ -34,6 +32,7 @@ from reflexio.models.fields import (
     SessionOutcomeSource,
     TimeWindow,
     TopK,
+    WireModel,
 )
 from reflexio.models.prompt import PromptBlock, PromptItem, pack_prompt, rule_line
 
@@ -56,7 +55,7 @@ Tags: TypeAlias = Annotated[list[Name], Field(max_length=100)]
 Statuses: TypeAlias = Annotated[list[PlaybookStatus], Field(max_length=10)]
 
 
-class RetrievalExperimentAssignment(BaseModel):
+class RetrievalExperimentAssignment(WireModel):
     """Which arm of an active retrieval experiment the user is in (holdouts get nothing)."""
 
     experiment_id: str
@@ -71,9 +70,13 @@ class ConversationTurn(RequestModel):
 
 
 class SearchUserProfileRequest(TimeWindow):
-    """Search one user's profiles; ``threshold=None`` means the embedder's default."""
+    """Search one user's profiles; ``threshold=None`` means the embedder's default.
 
-    user_id: Id
+    ``user_id`` is optional only because Reflexio 0.2.7's README searched without one; such a
+    search finds nothing (profiles are private to their user), and ``msg`` says why.
+    """
+
+    user_id: Id | None = None
     generated_from_request_id: Id | None = None
     request_id: Id | None = None
     session_id: Id | None = None
@@ -88,7 +91,7 @@ class SearchUserProfileRequest(TimeWindow):
     search_mode: SearchMode = SearchMode.HYBRID
 
 
-class SearchProfilesViewResponse(BaseModel):
+class SearchProfilesViewResponse(WireModel):
     """Profiles matching a search, best first."""
 
     success: bool
@@ -115,7 +118,7 @@ class SearchUserPlaybookRequest(TimeWindow):
     session_id: Id | None = None
 
 
-class SearchUserPlaybooksViewResponse(BaseModel):
+class SearchUserPlaybooksViewResponse(WireModel):
     """User playbooks matching a search, best first."""
 
     success: bool
@@ -148,7 +151,7 @@ class SearchAgentPlaybookRequest(TimeWindow):
     session_id: Id | None = None
 
 
-class SearchAgentPlaybooksViewResponse(BaseModel):
+class SearchAgentPlaybooksViewResponse(WireModel):
     """Agent playbooks matching a search, best first."""
 
     success: bool
@@ -187,7 +190,7 @@ class UnifiedSearchRequest(RequestModel):
     max_tokens: int | None = Field(default=None, gt=0, le=1_000_000)
 
 
-class UnifiedSearchViewResponse(BaseModel):
+class UnifiedSearchViewResponse(WireModel):
     """What a unified search found, per kind and best first.
 
     ``degraded`` is always present: ``True`` means an arm did not answer (for example

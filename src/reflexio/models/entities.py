@@ -10,8 +10,6 @@ One addition: the three learning views carry ``score`` (relevance, set on search
 which older clients ignore.
 """
 
-from __future__ import annotations
-
 from enum import Enum, IntEnum, StrEnum
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias, TypeVar
 
@@ -40,6 +38,7 @@ from reflexio.models.fields import (
     Name,
     NonEmptyStr,
     RowId,
+    WireModel,
     is_blank,
     now_epoch,
 )
@@ -122,7 +121,7 @@ class Status(str, Enum):  # noqa: UP042 - a StrEnum member cannot have the value
     are ``Status | None`` and a current row carries ``None``.
     """
 
-    def __new__(cls, value: str | None) -> Status:
+    def __new__(cls, value: str | None) -> "Status":
         member = str.__new__(cls, "" if value is None else value)
         member._value_ = value
         return member
@@ -353,7 +352,7 @@ def _none_as_empty(value: object) -> object:
 TagList: TypeAlias = Annotated[list[str], BeforeValidator(_none_as_empty)]
 
 
-class InteractionView(BaseModel):
+class InteractionView(WireModel):
     """A stored turn as responses show it: no image bytes, no citations (a server signal)."""
 
     interaction_id: int = 0
@@ -371,7 +370,7 @@ class InteractionView(BaseModel):
     retrieved_learnings: list[RetrievedLearning] = Field(default_factory=list)
 
 
-class ProfileView(BaseModel):
+class ProfileView(WireModel):
     """A user profile fact as responses show it; ``score`` is set on search results only."""
 
     profile_id: str
@@ -391,7 +390,7 @@ class ProfileView(BaseModel):
     score: float | None = None  # addition: relevance of a search hit
 
 
-class UserPlaybookView(BaseModel):
+class UserPlaybookView(WireModel):
     """A per-user behaviour rule as responses show it; ``score`` is set on search results."""
 
     user_playbook_id: int = 0
@@ -412,7 +411,7 @@ class UserPlaybookView(BaseModel):
     score: float | None = None  # addition: relevance of a search hit
 
 
-class AgentPlaybookView(BaseModel):
+class AgentPlaybookView(WireModel):
     """An agent-wide behaviour rule as responses show it; ``score`` is set on search results."""
 
     agent_playbook_id: int = 0
@@ -430,7 +429,7 @@ class AgentPlaybookView(BaseModel):
     score: float | None = None  # addition: relevance of a search hit
 
 
-class EvaluationResultView(BaseModel):
+class EvaluationResultView(WireModel):
     """A session-success verdict as responses show it."""
 
     result_id: int = 0
@@ -449,7 +448,7 @@ class EvaluationResultView(BaseModel):
     tags: list[str] | None = None
 
 
-class ProfileChangeLogView(BaseModel):
+class ProfileChangeLogView(WireModel):
     """Profiles one request added and removed, as responses show it."""
 
     id: int
@@ -478,8 +477,15 @@ def _view_of(view: type[ViewT], record: BaseModel) -> ViewT:
 
 
 class Interaction(InteractionView):
-    """A stored turn with everything the caller sent, including citations and image bytes."""
+    """A stored turn with everything the caller sent, including citations and image bytes.
 
+    Reflexio 0.2.7's README built turns to publish as ``Interaction(role=..., content=...)``, so
+    ``user_id`` and ``request_id`` may be left out here (the client publishes such a turn as
+    ``InteractionData``); stored turns always carry both.
+    """
+
+    user_id: str = ""
+    request_id: str = ""
     token_count: int | None = Field(default=None, ge=0)
     image_encoding: str = ""
     citations: list[Citation] = Field(default_factory=list)
@@ -499,7 +505,7 @@ def check_experiment_pair(experiment_id: str | None, arm: str | None) -> None:
         raise ValueError("retrieval_experiment_id and retrieval_experiment_arm must be provided together")
 
 
-class Request(BaseModel):
+class Request(WireModel):
     """One published request: the unit a session is made of.
 
     ``session_id`` must be non-empty here too, because the 0.2.16 client validates it when it
@@ -652,7 +658,7 @@ class AgentPlaybook(_LearningRecord):
         return _view_of(AgentPlaybookView, self)
 
 
-class ProfileChangeLog(BaseModel):
+class ProfileChangeLog(WireModel):
     """The profiles one request added and removed."""
 
     id: int
@@ -678,7 +684,7 @@ class AgentSuccessEvaluationResult(EvaluationResultView):
         return _view_of(EvaluationResultView, self)
 
 
-class PlaybookDiagnosis(BaseModel):
+class PlaybookDiagnosis(WireModel):
     """Why an injected playbook helped or hurt: evidence-bounded, not proof of cause."""
 
     category: Literal["content_defect", "application_failure", "external_failure", "no_issue", "unknown"]
@@ -686,7 +692,7 @@ class PlaybookDiagnosis(BaseModel):
     evidence_interaction_ids: list[int] = Field(default_factory=list, max_length=20)
 
 
-class RetrievedLearningEvaluationResult(BaseModel):
+class RetrievedLearningEvaluationResult(WireModel):
     """The latest relevance and impact verdict for one learning injected into one turn.
 
     ``is_relevant``/``impact`` are ``None`` only when the judge failed for that learning.

@@ -16,11 +16,10 @@ identifiers are strict: ``"5"`` is not an integer and ``"yes"`` is not a boolean
 schema says.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import re
 import time
+from collections.abc import Generator
 from datetime import UTC, datetime
 from enum import IntEnum
 from types import UnionType
@@ -78,6 +77,7 @@ __all__ = [
     "SessionOutcomeSource",
     "TimeWindow",
     "TopK",
+    "WireModel",
     "check_image_url",
     "check_time_range",
     "is_blank",
@@ -290,7 +290,28 @@ def _json_type_problem(annotation: Any, value: Any) -> str | None:
     return None
 
 
-class JsonTyped(BaseModel):
+class WireModel(BaseModel):
+    """The base of every wire model: built on first use, and awaitable.
+
+    ``defer_build``: pydantic compiles a model's validator when the class is created, which for
+    ~150 wire models costs more than everything else a CLI command does; deferred, each model
+    is compiled the first time it validates or serialises, so a command pays only for the
+    models it uses.
+
+    ``__await__``: Reflexio 0.2.7's README awaited the client's methods (``await
+    client.publish_interaction(...)``). The blocking client's answers are these models, and
+    awaiting one gives back the model itself, so that code runs unchanged inside
+    ``asyncio.run`` (the call itself has already happened, synchronously).
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+    def __await__(self) -> Generator[Any, None, Self]:
+        yield from ()
+        return self
+
+
+class JsonTyped(WireModel):
     """A model whose fields take exactly their JSON type, as the JSON Schema states it.
 
     Pydantic's lax mode turns ``"5"`` into 5, ``"yes"`` into True and ``false`` into 0.0;

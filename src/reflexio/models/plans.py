@@ -7,12 +7,12 @@ by name, or custom limits; ``None`` means unlimited. Usage is counted per calend
 (UTC); a quota resets at the start of the next month.
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Final, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from reflexio.models.fields import WireModel
 
 __all__ = [
     "BUILTIN_PLANS",
@@ -32,7 +32,7 @@ METERS: Final[tuple[Meter, ...]] = ("input_tokens", "learnings_generated", "sear
 _LIMIT = Field(default=None, ge=0, le=10**15)
 
 
-class PlanLimits(BaseModel):
+class PlanLimits(WireModel):
     """Monthly quotas; ``None`` is unlimited."""
 
     input_tokens: int | None = _LIMIT
@@ -45,7 +45,7 @@ class PlanLimits(BaseModel):
         return value
 
 
-class Plan(BaseModel):
+class Plan(WireModel):
     """An org's plan: a name and its limits (custom plans name themselves ``custom``)."""
 
     name: str = Field(min_length=1, max_length=64)
@@ -76,7 +76,7 @@ def month_window(at: float) -> tuple[datetime, datetime]:
     return start, following
 
 
-class QuotaUsage(BaseModel):
+class QuotaUsage(WireModel):
     """One meter this month: how much was used, of how much (``None``: unlimited)."""
 
     used: int
@@ -84,7 +84,7 @@ class QuotaUsage(BaseModel):
     remaining: int | None = None
 
 
-class UsageResponse(BaseModel):
+class UsageResponse(WireModel):
     """``GET /api/usage``: the org's plan, this month's use of each quota, and what it pauses."""
 
     success: bool = True

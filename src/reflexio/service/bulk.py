@@ -15,7 +15,7 @@ from typing import Final
 from reflexio.records import Audit, Learning
 from reflexio.service.cancellation import NEVER, Cancellation
 from reflexio.service.core import Core
-from reflexio.storage.common import with_current_vectors
+from reflexio.storage.learning_writes import with_current_vectors
 
 __all__ = ["EMBED_BATCH", "save_embedded"]
 

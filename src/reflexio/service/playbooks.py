@@ -90,7 +90,10 @@ def add_user_playbooks(
     rows = [views.from_user_playbook(org_id, p) for p in req.user_playbooks]
     saved = save_embedded(core, rows, audit(actor, "added through the API"), cancel)
     return AddUserPlaybookResponse(
-        success=True, added_count=len(saved), message=f"Added {len(saved)} user playbook(s)"
+        success=True,
+        added_count=len(saved),
+        message=f"Added {len(saved)} user playbook(s)",
+        user_playbook_ids=[row.id for row in saved],
     )
 
 
@@ -173,7 +176,10 @@ def add_agent_playbooks(
     rows = [views.from_agent_playbook(org_id, p) for p in req.agent_playbooks]
     saved = save_embedded(core, rows, audit(actor, "added through the API"), cancel)
     return AddAgentPlaybookResponse(
-        success=True, added_count=len(saved), message=f"Added {len(saved)} agent playbook(s)"
+        success=True,
+        added_count=len(saved),
+        message=f"Added {len(saved)} agent playbook(s)",
+        agent_playbook_ids=[row.id for row in saved],
     )
 
 

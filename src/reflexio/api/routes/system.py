@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
+from reflexio._version import __version__
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.errors import documented
 from reflexio.api.routes import WireRoute, api_router
@@ -40,11 +40,8 @@ _STORAGE_LABELS = {"memory": "in-memory (not persisted)", "sqlite": "SQLite file
 
 
 def server_version() -> str:
-    """The installed package's version (what ``/meta/version`` reports)."""
-    try:
-        return version("reflexio")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.0.0+unknown"
+    """The package's version (what ``/meta/version`` reports)."""
+    return __version__
 
 
 @public.get("/")
