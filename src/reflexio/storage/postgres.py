@@ -10,6 +10,12 @@ Why it is built this way:
 * **Stateless search.** Candidates come from SQL over pgvector and a generated ``tsvector``
   (``storage.postgres_search``), so any process serves any org with no cache to warm.
 * **Bulk saves by binary COPY**, with ids drawn from the identity sequence beforehand.
+* **Outages fail fast.** A call waits at most :data:`POOL_WAIT_SECONDS` for a connection and
+  a new connection at most :data:`CONNECT_TIMEOUT_SECONDS` to open, then fails with a
+  ``StorageError`` carrying ``retry_after`` (a 503 with ``Retry-After``): while PostgreSQL is
+  down, callers get an answer in about two seconds instead of hanging for the pool's default
+  30. The pool keeps reconnecting in the background and checks each connection before lending
+  it, so service resumes on its own when the database is back.
 * **Vector indexes only where they pay**: opening builds a kind's HNSW graph once it holds
   ``hnsw_min_rows`` vectors of the embedder's dimension (``storage.postgres_schema``); keeping
   a graph current makes every insert costlier, which buys nothing while exact scans are fast.
@@ -26,6 +32,7 @@ from typing import Any, Final
 
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -38,7 +45,16 @@ from reflexio.storage.postgres_search import PostgresSearch, tsquery
 from reflexio.storage.postgres_types import Conn, VectorBinaryLoader, VectorTextLoader, copy_rows
 from reflexio.storage.queries import Dialect, queries
 
-__all__ = ["POSTGRES", "PostgresConnector"]
+__all__ = ["CONNECT_TIMEOUT_SECONDS", "POOL_WAIT_SECONDS", "POSTGRES", "PostgresConnector"]
+
+#: The longest a call waits for a pooled connection: beyond it the database is down or the
+#: pool is saturated, and an immediate 503 is more useful to a caller than a hung request.
+POOL_WAIT_SECONDS: Final = 2.0
+#: libpq's ``connect_timeout`` (whole seconds) unless the URL sets its own: an unreachable
+#: host must not hold a reconnect attempt for the kernel's TCP timeout.
+CONNECT_TIMEOUT_SECONDS: Final = 2
+#: What a storage outage tells callers to wait before retrying (``Retry-After``).
+OUTAGE_RETRY_AFTER_SECONDS: Final = 2.0
 
 
 def _array(values: Sequence[Any]) -> list[Any]:
@@ -54,6 +70,11 @@ POSTGRES: Final = Dialect("postgres", "%({})s", bind_list=_array, bind_vector=_v
 _Q = queries("postgres")
 #: Planned with their values on every call: a generic plan cannot weigh a filter's selectivity.
 _PLAN_EACH_TIME: Final = frozenset({"search_interactions"})
+
+
+def _connect_timeout(url: str) -> dict[str, Any]:
+    """``connect_timeout`` for the pool's connections, unless the URL chose one."""
+    return {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
 
 
 @dataclass
@@ -72,7 +93,7 @@ def _driver_errors() -> Iterator[None]:
     except psycopg.errors.UniqueViolation as exc:
         raise ConflictError(exc.diag.message_detail or str(exc)) from exc
     except psycopg.OperationalError as exc:
-        raise StorageError(f"PostgreSQL failed: {exc}") from exc
+        raise StorageError(f"PostgreSQL failed: {exc}", retry_after=OUTAGE_RETRY_AFTER_SECONDS) from exc
 
 
 class PostgresConnector:
@@ -103,7 +124,7 @@ class PostgresConnector:
                 url,
                 min_size=1,
                 max_size=pool_size,
-                kwargs={"autocommit": True, "row_factory": dict_row},
+                kwargs={"autocommit": True, "row_factory": dict_row, **_connect_timeout(url)},
                 configure=self._configure,
                 check=ConnectionPool.check_connection,
                 open=False,
@@ -133,7 +154,7 @@ class PostgresConnector:
             if tx is not None:
                 yield tx.conn
                 return
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=POOL_WAIT_SECONDS) as conn:
                 yield conn
 
     @contextmanager
@@ -149,7 +170,7 @@ class PostgresConnector:
                 with tx.conn.transaction():
                     yield self._bound(tx)
             else:
-                with self._pool.connection() as conn, conn.transaction():
+                with self._pool.connection(timeout=POOL_WAIT_SECONDS) as conn, conn.transaction():
                     tx = self._local.tx = _Tx(conn)
                     try:
                         yield self._bound(tx)
@@ -208,10 +229,12 @@ class PostgresConnector:
             if tx is not None:
                 tx.conn.execute(_Q["ping"])
                 return
-            with self._pool.connection(timeout=5.0) as conn:
+            with self._pool.connection(timeout=POOL_WAIT_SECONDS) as conn:
                 conn.execute(_Q["ping"])
         except psycopg.Error as exc:
-            raise StorageError(f"PostgreSQL is not answering: {exc}") from exc
+            raise StorageError(
+                f"PostgreSQL is not answering: {exc}", retry_after=OUTAGE_RETRY_AFTER_SECONDS
+            ) from exc
 
     def close(self) -> None:
         self._pool.close()
