@@ -63,8 +63,11 @@ async def get_core(request: Request) -> Core:
 CoreDep = Annotated[Core, Depends(get_core)]
 
 
-async def require_caller(request: Request, core: CoreDep) -> Caller:
-    """Authenticate a request to ``/api`` (two indexed lookups, done on the event loop).
+def require_caller(request: Request, core: CoreDep) -> Caller:
+    """Authenticate a request to ``/api`` (two indexed lookups).
+
+    A plain function, so FastAPI runs it in its thread pool: the lookups read storage, and on
+    the event loop a storage outage would hold every request (liveness too) behind each wait.
 
     Raises:
         AuthenticationError: Keys exist and the request has no valid one.
