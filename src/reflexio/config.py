@@ -14,13 +14,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_ORG_ID",
     "DEFAULT_PORT",
     "LITELLM_MISSING",
+    "PLAN_NAMES",
     "ClientSettings",
     "Settings",
     "litellm_installed",
@@ -48,6 +49,17 @@ def _int(environ: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError as exc:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+#: The built-in plans (``models.plans.BUILTIN_PLANS`` holds their limits).
+PLAN_NAMES: Final = ("free", "pro", "unlimited")
+
+
+def _plan_name(environ: Mapping[str, str]) -> str:
+    raw = (environ.get("REFLEXIO_DEFAULT_PLAN") or "unlimited").strip().lower()
+    if raw not in PLAN_NAMES:
+        raise ValueError(f"REFLEXIO_DEFAULT_PLAN must be one of {', '.join(PLAN_NAMES)}, got {raw!r}")
+    return raw
 
 
 def _float(environ: Mapping[str, str], name: str, default: float) -> float:
@@ -104,6 +116,8 @@ class Settings:
         rate_limit_per_minute: Requests per minute each caller (API key, or the local client)
             may make, per API process (0: no limit, the self-host default).
         rate_limit_burst: How many requests a caller may make at once above that pace.
+        default_plan: The plan of an org the operator assigned none (``REFLEXIO_DEFAULT_PLAN``:
+            ``unlimited``, the self-host default, ``free`` or ``pro``); see ``models.plans``.
         auth_max_failures: Failed authentications from one address (within
             ``auth_failure_window_seconds``) after which it is locked out (0: never).
         auth_failure_window_seconds: The window those failures are counted in.
@@ -130,6 +144,7 @@ class Settings:
     secret_key_file: Path | None = None
     rate_limit_per_minute: float = 0.0
     rate_limit_burst: int = 60
+    default_plan: str = "unlimited"
     auth_max_failures: int = 10
     auth_failure_window_seconds: float = 60.0
     auth_lockout_seconds: float = 300.0
@@ -162,6 +177,7 @@ class Settings:
             else home / "secret.key",
             rate_limit_per_minute=_float(env, "REFLEXIO_RATE_LIMIT_PER_MINUTE", 0.0),
             rate_limit_burst=_int(env, "REFLEXIO_RATE_LIMIT_BURST", 60),
+            default_plan=_plan_name(env),
             auth_max_failures=_int(env, "REFLEXIO_AUTH_MAX_FAILURES", 10),
             auth_failure_window_seconds=_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
             auth_lockout_seconds=_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),

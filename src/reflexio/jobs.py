@@ -33,6 +33,7 @@ __all__ = [
     "Backoff",
     "Handler",
     "JobContext",
+    "JobDeferred",
     "LeaseLost",
     "PermanentJobError",
     "Worker",
@@ -48,6 +49,17 @@ class LeaseLost(ReflexioError):
 
 class PermanentJobError(ReflexioError):
     """A failure that retrying cannot fix (bad payload): the job goes straight to dead."""
+
+
+class JobDeferred(Exception):
+    """The job may not run yet (its org's learning is paused): requeue it, attempt not spent.
+
+    Raised by a handler before it does any work; the job runs again ``seconds`` from now.
+    """
+
+    def __init__(self, reason: str, *, seconds: float) -> None:
+        super().__init__(reason)
+        self.seconds = seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +184,10 @@ class Worker:
                 raise LeaseLost(f"lost the lease of job {job.id}")
         except LeaseLost as exc:
             log.warning("job %s (%s): %s; another worker continues it", job.id, job.task, exc)
+        except JobDeferred as exc:
+            log.info("job %s (%s) waits %.0fs: %s", job.id, job.task, exc.seconds, exc)
+            retry_at = time.time() + exc.seconds
+            self.storage.finish_job(job.id, self.name, error=str(exc), retry_at=retry_at, spend_attempt=False)
         except Exception as exc:  # any handler failure is retried or dead-lettered, never lost
             self._failed(job, exc)
 

@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,12 +43,15 @@ class Core:
         embedder: Turns text into vectors for search (also owned by storage for writes).
         llm: An LLM every org uses instead of its configured provider (a ``ScriptedLLM`` in
             tests, demos and benchmarks); None means each org's own configuration decides.
+        clock: The wall clock (epoch seconds) that decides which month quotas count in;
+            tests move it to roll a month over.
     """
 
     settings: Settings
     storage: Storage
     embedder: Embedder
     llm: LLM | None = None
+    clock: Callable[[], float] = time.time
     _vault: Vault | None = field(default=None, repr=False)
     _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
     _keys_seen_at: float = field(default=-math.inf, repr=False)

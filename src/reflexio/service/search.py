@@ -30,7 +30,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import views
+from reflexio.service import quotas, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -271,6 +271,7 @@ def unified_filters(
 
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     """Unified search: the few learnings that matter for this query, per kind, scored."""
+    quotas.charge(core, org_id, "searches")
     named = unified_filters(
         req, int(now()), _served_approvals(core, org_id, req.agent_playbook_status_filter)
     )
@@ -332,7 +333,11 @@ def _run_single(
     threshold: float | None,
     mode: SearchMode,
 ) -> list[tuple[Learning, float]]:
-    """A one-kind search; without a query it lists the newest matching rows, unscored."""
+    """A one-kind search; without a query it lists the newest matching rows, unscored.
+
+    Either way it counts against the org's monthly search quota (a 429 past it).
+    """
+    quotas.charge(core, org_id, "searches")
     if not text or not text.strip():
         return [(row, 0.0) for row in core.storage.list_learnings(org_id, f, limit=top_k)]
     plan = Plan(

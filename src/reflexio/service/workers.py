@@ -13,14 +13,14 @@ import logging
 import os
 from pathlib import Path
 
-from reflexio.jobs import Handler, JobContext, WorkerPool
+from reflexio.jobs import Handler, JobContext, JobDeferred, WorkerPool
 from reflexio.learn import evaluate
 from reflexio.learn.changes import Changes
 from reflexio.learn.pipeline import learn_window
 from reflexio.learn.usage import metered
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.records import Job
-from reflexio.service import maintenance, publish
+from reflexio.service import maintenance, publish, quotas
 from reflexio.service.core import Core
 from reflexio.service.learners import learner_for, org_llm
 from reflexio.service.rerun import RERUN, rerun_handler
@@ -30,13 +30,33 @@ __all__ = ["announce_ready", "handlers", "start_pool"]
 log = logging.getLogger(__name__)
 
 
+#: While an org's learning is paused by its quota, how often its jobs look again (at the
+#: latest: a paused job also wakes when its month resets).
+PAUSE_RECHECK_SECONDS = 300.0
+
+
+def _wait_while_paused(core: Core, org_id: str) -> None:
+    """Requeue the job, nothing done and no attempt spent, while the org's quota pauses learning.
+
+    Raises:
+        JobDeferred: Learning is paused (until the month resets, rechecked meanwhile).
+    """
+    paused = quotas.learning_pause(core, org_id)
+    if paused is not None:
+        wait = min(PAUSE_RECHECK_SECONDS, paused.retry_after or PAUSE_RECHECK_SECONDS)
+        raise JobDeferred(f"learning is paused: {paused.message}", seconds=wait)
+
+
 def _extract(core: Core) -> Handler:
     def handle(ctx: JobContext) -> None:
-        config = core.org_config(ctx.job.org_id)
-        learner = learner_for(core, config, ctx.job.org_id, ctx.job.id)
+        org_id = ctx.job.org_id
+        _wait_while_paused(core, org_id)
+        config = core.org_config(org_id)
+        learner = learner_for(core, config, org_id, ctx.job.id)
 
         def learn(window: Window) -> Changes:
             changes = learn_window(core.storage, config, window, learner.proposer, learner.judge)
+            quotas.record_learnings(core, org_id, len(changes.added))
             return changes.with_vectors(core.embedder)
 
         run_extraction(ctx, core.storage, config, learn)
@@ -48,6 +68,7 @@ def _evaluate_session(core: Core) -> Handler:
     def handle(ctx: JobContext) -> None:
         payload = ctx.job.payload
         org_id, user_id, session_id = ctx.job.org_id, str(payload["user_id"]), str(payload["session_id"])
+        _wait_while_paused(core, org_id)
         config = core.org_config(org_id)
         llm = org_llm(core, config)
         judged = evaluate.evaluate_session(

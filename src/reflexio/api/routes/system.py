@@ -1,4 +1,4 @@
-"""Banner, health, version (public) and ``/api/whoami``.
+"""Banner, health, version (public), ``/api/whoami`` and ``/api/usage``.
 
 Health follows Reflexio 0.2.32 exactly because load balancers probe it: ``/health`` and
 ``/health/ready`` check storage and answer 503 when it does not respond, ``/health/live``
@@ -25,9 +25,11 @@ from reflexio.models import (
     ReadinessCheck,
     ReadinessResponse,
     RootResponse,
+    UsageResponse,
     VersionResponse,
     WhoamiResponse,
 )
+from reflexio.service import quotas
 from reflexio.service.warmup import Warmup
 
 __all__ = ["public", "router", "server_version"]
@@ -117,3 +119,9 @@ def whoami(core: CoreDep, caller: CallerDep) -> WhoamiResponse:
         storage_configured=True,
         message=f"authenticated as {caller.actor}",
     )
+
+
+@router.get("/usage")
+def usage(core: CoreDep, caller: CallerDep) -> UsageResponse:
+    """The caller's org: its plan, this month's use of each quota, and whether learning is paused."""
+    return quotas.usage(core, caller.org_id)
