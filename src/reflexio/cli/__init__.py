@@ -23,6 +23,7 @@ from reflexio.cli import (
     doctor,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     learnings,
+    plans,
     secrets,
     services,
     worker,
@@ -72,6 +73,8 @@ app.add_typer(admin.config, name="config")
 app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
 app.add_typer(secrets.secrets, name="secrets")
+app.add_typer(plans.plan, name="plan")
+app.command()(plans.usage)
 app.command()(worker.worker)
 app.command()(doctor.doctor)
 

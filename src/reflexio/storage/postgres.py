@@ -15,7 +15,9 @@ Why it is built this way:
   ``StorageError`` carrying ``retry_after`` (a 503 with ``Retry-After``): while PostgreSQL is
   down, callers get an answer in about two seconds instead of hanging for the pool's default
   30. The pool keeps reconnecting in the background and checks each connection before lending
-  it, so service resumes on its own when the database is back.
+  it, so service resumes on its own when the database is back; a reconnect attempt gives up
+  after :data:`RECONNECT_SECONDS` (the next call starts a fresh one), so its backoff never
+  grows to leave a recovered database unused for long.
 * **Vector indexes only where they pay**: opening builds a kind's HNSW graph once it holds
   ``hnsw_min_rows`` vectors of the embedder's dimension (``storage.postgres_schema``); keeping
   a graph current makes every insert costlier, which buys nothing while exact scans are fast.
@@ -53,6 +55,8 @@ POOL_WAIT_SECONDS: Final = 2.0
 #: libpq's ``connect_timeout`` (whole seconds) unless the URL sets its own: an unreachable
 #: host must not hold a reconnect attempt for the kernel's TCP timeout.
 CONNECT_TIMEOUT_SECONDS: Final = 2
+#: How long one background reconnect keeps retrying (with backoff) before it gives up.
+RECONNECT_SECONDS: Final = 5.0
 #: What a storage outage tells callers to wait before retrying (``Retry-After``).
 OUTAGE_RETRY_AFTER_SECONDS: Final = 2.0
 
@@ -127,6 +131,7 @@ class PostgresConnector:
                 kwargs={"autocommit": True, "row_factory": dict_row, **_connect_timeout(url)},
                 configure=self._configure,
                 check=ConnectionPool.check_connection,
+                reconnect_timeout=RECONNECT_SECONDS,
                 open=False,
                 name="reflexio",
             )
