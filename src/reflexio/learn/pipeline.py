@@ -27,7 +27,15 @@ from reflexio.filters import CandidateQuery, LearningFilter, RequestFilter
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.learn.windows import Window
 from reflexio.models.org_config import Config
-from reflexio.records import NEVER_EXPIRES, Learning, LearningKind, LearningStatus, RequestRecord, now
+from reflexio.records import (
+    NEVER_EXPIRES,
+    Learning,
+    LearningKind,
+    LearningStatus,
+    RequestRecord,
+    Vector,
+    now,
+)
 from reflexio.storage import Storage
 
 __all__ = [
@@ -141,7 +149,8 @@ def learn_window(
     proposals = [p for p in proposals if p.kind in kinds and p.content.strip()]
     if not proposals:
         return Changes(reason="no learnable signal")
-    similar = [_similar(storage, window, p) for p in proposals]
+    vectors = _vectors(storage, proposals)
+    similar = [_similar(storage, window, p, v) for p, v in zip(proposals, vectors, strict=True)]
     decisions = judge.decide(proposals, similar)
     return _changes(window, ctx, proposals, similar, decisions)
 
@@ -177,10 +186,17 @@ def _dedupe(proposals: Sequence[Proposal]) -> list[Proposal]:
     return kept
 
 
-def _similar(storage: Storage, window: Window, p: Proposal) -> list[Learning]:
+def _vectors(storage: Storage, proposals: Sequence[Proposal]) -> list[Vector | None]:
+    """Query vectors of the proposals, in one embedder call (None without an embedder)."""
+    embedder = getattr(storage, "embedder", None)
+    if embedder is None:
+        return [None for _ in proposals]
+    return list(embedder.embed([p.text for p in proposals], kind="query"))
+
+
+def _similar(storage: Storage, window: Window, p: Proposal, vector: Vector | None) -> list[Learning]:
     """The user's current learnings of the proposal's kind that are most like it."""
     embedder = getattr(storage, "embedder", None)
-    vector = embedder.embed([p.text], kind="query")[0] if embedder is not None else None
     query = CandidateQuery(
         filters=(
             LearningFilter(kinds=(p.kind,), user_id=window.user_id, statuses=(LearningStatus.CURRENT,)),

@@ -30,6 +30,9 @@ def pair_list(text: str) -> dict[str, str]:
 __all__ = [
     "CORRECTION_CUES",
     "FAILURE_WORDS",
+    "FIX_APPRAISALS",
+    "FIX_PHRASES",
+    "FIX_STATES",
     "GENERAL_CUES",
     "HYPOTHETICAL_OPENERS",
     "INDIFFERENCE",
@@ -39,6 +42,7 @@ __all__ = [
     "NOT_SELF_ADJECTIVES",
     "NOT_SELF_VERBS",
     "PERSISTENCE_CUES",
+    "PROBLEM_CUES",
     "REPORTING_VERBS",
     "RESTATEMENT_CUES",
     "REVERSAL_CUES",
@@ -274,3 +278,42 @@ FAILURE_WORDS: Final = phrase_list(
 
 #: Tool status words meaning the call worked.
 SUCCESS_WORDS: Final = ("success", "succeed", "ok", "done", "complete", "pass", "true", "200", "201")
+
+#: A user saying the agent's action fixed their problem ("that fixed it", "works again").
+FIX_PHRASES: Final = phrase_list(
+    """
+    fixed it | that fixed | fixed now | it's fixed | is fixed | that worked | it worked | worked perfectly |
+    worked like a charm | works now | works again | work again | working now | working again |
+    is working | it's working | solved it | that solved | problem solved | issue solved | sorted it |
+    that sorted | all sorted | did the trick | that did it | that was the fix | that was exactly it |
+    resolved | lifesaver | life saver | back to normal | up and running | all good now |
+    good to go now | no more errors | no longer crashes | no more crashes
+    """
+)
+
+#: A state that says things work now, to be read with an appraisal ("printing now, perfect").
+FIX_STATES: Final = phrase_list(
+    """
+    now | again | this time | back | at last | finally | no more | no longer | fine
+    """
+)
+
+#: Appraisals that, with a state, confirm a fix.
+FIX_APPRAISALS: Final = phrase_list(
+    """
+    perfect | great | brilliant | excellent | awesome | amazing | nice | thanks | thank you | cheers |
+    phew | finally | wonderful | fantastic | superb | legend | you rock
+    """
+)
+
+#: Words of a request that reports something broken rather than asking for a task.
+PROBLEM_CUES: Final = phrase_list(
+    """
+    can't | cannot | won't | doesn't | does not | isn't | is not | aren't | not working | broken |
+    broke | fails | failing | failed | failure | error | errors | crash | crashes | crashing | stuck |
+    down | keeps | keep | offline | slow | blank | wrong | missing | full | timing out | times out |
+    timed out | rejected | dropping | drops | stutters | stuttering | freezes | frozen | hangs |
+    issue | problem | bug | unable | no longer | stopped | won't | refuses | denied | lost | empty |
+    duplicates | outdated | stale
+    """
+)

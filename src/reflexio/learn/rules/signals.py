@@ -213,7 +213,9 @@ def _strip_openers(text: str) -> str:
             break
         word = m.group(0).strip(" ,:;.!-").lower()
         if word in _PUNCT_ONLY and not re.match(r"^\w+[,:;.!-]", m.group(0).strip()):
-            break
+            follow = _OPENER.match(out[m.end() :])  # "Wrong again, ...", "No no, ..."
+            if follow is None or follow.group(0).strip(" ,:;.!-").lower() in _PUNCT_ONLY - {"no", "wrong"}:
+                break
         out = out[m.end() :].strip()
     return out
 

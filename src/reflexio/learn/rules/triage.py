@@ -1,0 +1,81 @@
+"""Triage at publish: does a publish carry a lesson that should be learned now?
+
+Extraction normally waits for a full stride of turns (or for the session to end), which is
+right for ordinary turns: most teach nothing, and windows of several turns cost fewer model
+calls. A turn that does teach something — a correction, an instruction, a stated fact or
+preference, a failed tool call, an expert answer, a fix the user confirms — should change the
+agent's next answer, so the publish that carries it makes its user's extraction due at once.
+
+The check is the rule extractor's own reading of each turn (``signals.read_message``, tool
+statuses, expert answers), so it costs well under a millisecond and no model call. Whether a
+user turn reacts to an agent answer changes what counts as a correction; when a publish starts
+with a user turn, the session's previous turn decides, and it is read from storage only when
+that reading would change the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from reflexio.learn.rules.evidence import failed
+from reflexio.learn.rules.recipes import confirms_fix
+from reflexio.learn.rules.signals import read_message
+from reflexio.records import InteractionRecord
+
+__all__ = ["teaches_now"]
+
+_AGENT_ROLES = frozenset({"agent", "assistant"})
+
+
+def _agent(turn: InteractionRecord | None) -> bool:
+    return turn is not None and turn.role.strip().lower() in _AGENT_ROLES
+
+
+def _user(turn: InteractionRecord) -> bool:
+    return turn.role.strip().lower() == "user" and bool(turn.content.strip())
+
+
+def teaches_now(turns: Sequence[InteractionRecord], before: Callable[[], InteractionRecord | None]) -> bool:
+    """Whether any of a publish's turns teaches something worth learning at once.
+
+    Args:
+        turns: The publish's turns, in order.
+        before: The session's last stored turn (called at most once, and only when the first
+            turn is a user turn whose reading depends on it).
+    """
+    previous: InteractionRecord | None = None
+    for i, turn in enumerate(turns):
+        if _agent(turn) and _agent_teaches(turn):
+            return True
+        if _user(turn):
+            if _user_teaches(turn, previous):
+                return True
+            if i == 0 and _might_react(turn) and _user_teaches(turn, before()):
+                return True
+        previous = turn
+    return False
+
+
+def _might_react(turn: InteractionRecord) -> bool:
+    """Whether the turn would teach if it answered an agent turn (so the session's last turn matters)."""
+    return bool(read_message(turn.content, reacting=True).signals) or confirms_fix(turn.content)
+
+
+def _agent_teaches(turn: InteractionRecord) -> bool:
+    """An expert answer that differs from the agent's, or a tool call that failed."""
+    expert = turn.expert_content.strip()
+    if expert and expert != turn.content.strip():
+        return True
+    return any(
+        failed(str(tool.get("status") or ""), tool.get("tool_data") if isinstance(tool, dict) else None)
+        for tool in turn.tools_used
+    )
+
+
+def _user_teaches(turn: InteractionRecord, previous: InteractionRecord | None) -> bool:
+    """Signals in the user's words (a reaction to an answer reads more as a correction), or a
+    confirmation that the agent's tool calls fixed the problem."""
+    reacting = _agent(previous)
+    if read_message(turn.content, reacting=reacting).signals:
+        return True
+    return reacting and previous is not None and bool(previous.tools_used) and confirms_fix(turn.content)
