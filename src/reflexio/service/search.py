@@ -200,7 +200,12 @@ def _approvals(statuses: Sequence[PlaybookStatus] | PlaybookStatus | None) -> tu
 
 
 def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, LearningFilter]]:
-    """One filter per requested kind (profiles need a user; rejected rules are never served)."""
+    """One filter per requested kind; rejected rules are never served.
+
+    Profiles and user playbooks are one user's learnings: they are served to that user only, so
+    without ``user_id`` those two kinds are not searched at all (Reflexio served every user's
+    user playbooks to a caller who named none).
+    """
     wanted: list[str] = list(req.entity_types or _KIND_OF_ENTITY)
     tags = tuple(req.tags) if req.tags else None
     current = (LearningStatus.CURRENT,)
@@ -219,13 +224,13 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
                 ),
             )
         )
-    if "user_playbooks" in wanted:
+    if "user_playbooks" in wanted and req.user_id:
         out.append(
             (
                 "user_playbooks",
                 LearningFilter(
                     kinds=(LearningKind.USER_PLAYBOOK,),
-                    user_id=req.user_id or None,
+                    user_id=req.user_id,
                     agent_version=req.agent_version or None,
                     playbook_name=req.playbook_name or None,
                     statuses=current,
