@@ -13,10 +13,12 @@ and the user's current learnings are then compared with the labels:
 
 * **recall**: expected learnings present afterwards (kind and words);
 * **precision**: learnings the item wrote that match an expectation, over all it wrote;
-* **stale cleared**: words of a superseded learning that no current learning holds any more;
+* **stale cleared**: seeded learnings that the conversation overturns (named by ``gone``)
+  are no longer current, or no longer say what was overturned;
 * **item accuracy**: items with everything expected, nothing wrong written, nothing stale;
 * **standing**: expected standing preferences carrying the ``standing`` tag (recall) and tagged
-  learnings that are expected to be standing (precision);
+  learnings that are expected to be standing (precision; a tagged learning that only meets
+  labels silent about standing is left out);
 * **expedited**: whether some publish of the item made its extraction due at once (for items
   that teach something: recall; for negatives: the false-alarm rate).
 
@@ -37,7 +39,9 @@ Item format (one JSON object per line)::
      "gone": ["metric"]}                                                       # optional
 
 ``all`` lists groups that must all occur (case-insensitively) in one learning's trigger or
-content; a group given as a list is satisfied by any of its strings.
+content; a group given as a list is satisfied by any of its strings. ``gone`` names what of the
+``existing`` learnings the conversation overturns: no seeded learning that is still current may
+contain it afterwards.
 """
 
 from __future__ import annotations
@@ -146,7 +150,8 @@ def _play(core: Any, worker: Any, item: dict[str, Any]) -> dict[str, Any]:
         )
         for row in item.get("existing", [])
     ]
-    before = {(r.id, r.content) for r in core.storage.save_learnings(seeded, Audit(actor="bench"))}
+    saved = core.storage.save_learnings(seeded, Audit(actor="bench"))
+    before, seeded_ids = {(r.id, r.content) for r in saved}, {r.id for r in saved}
     expedited = []
     for turns in publishes(item):
         req = PublishUserInteractionRequest.model_validate(
@@ -173,6 +178,7 @@ def _play(core: Any, worker: Any, item: dict[str, Any]) -> dict[str, Any]:
                 "text": "\n".join(p for p in (row.trigger, row.content) if p),
                 "tags": list(row.tags),
                 "written": (row.id, row.content) not in before,
+                "seeded": row.id in seeded_ids,
             }
             for row in rows
         ],
@@ -224,7 +230,8 @@ def _tally(t: dict[str, int], item: dict[str, Any], result: dict[str, Any]) -> N
     add("written", len(written))
     add("written_right", len(right))
     gone = item.get("gone", [])
-    stale = [g for g in gone if any(g.lower() in row["text"].lower() for row in learnings)]
+    seeded = [row for row in learnings if row.get("seeded")]
+    stale = [g for g in gone if any(g.lower() in row["text"].lower() for row in seeded)]
     add("stale", len(gone))
     add("stale_cleared", len(gone) - len(stale))
     add("exact", int(len(found) == len(expects) and len(right) == len(written) and not stale))
@@ -238,7 +245,16 @@ def _tally(t: dict[str, int], item: dict[str, Any], result: dict[str, Any]) -> N
             if any(_matches(row, e) and STANDING_TAG in row["tags"] for row in learnings)
         ),
     )
-    tagged = [row for row in written if STANDING_TAG in row["tags"]]
+    # A tagged learning counts for precision unless it only meets labels silent about standing.
+    tagged = [
+        row
+        for row in written
+        if STANDING_TAG in row["tags"]
+        and not (
+            any(_matches(row, e) for e in expects)
+            and all("standing" not in e for e in expects if _matches(row, e))
+        )
+    ]
     add("tagged", len(tagged))
     add(
         "tagged_right",

@@ -4,6 +4,12 @@ A search is planned as one ``LearningFilter`` per kind (scope and status applied
 ranking), sent to storage as a single ``CandidateQuery``, then ranked here with the pure
 functions of ``reflexio.ranking``: fused score, threshold, session dedup, near-duplicate
 collapse, ``top_k`` per kind and an optional token budget across kinds. It never calls an LLM.
+
+A user's *standing* learnings (tag ``STANDING_TAG``: language, units, time zone, length, tone,
+format, accessibility) apply to every answer, so the unified search serves them for any query
+of that user, after the kind's ``top_k`` (at most ``STANDING_LIMIT`` per kind), first in a token
+budget, and with their real relevance as their score: they are there because of the tag, not
+because they match.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
 
 from reflexio import ranking
 from reflexio.errors import ReflexioError
@@ -29,6 +36,7 @@ from reflexio.models import (
     UnifiedSearchRequest,
     UnifiedSearchViewResponse,
 )
+from reflexio.models.prompt import STANDING_TAG
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
 from reflexio.service import views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
@@ -55,6 +63,10 @@ CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
 #: Best-scored candidates per kind kept for near-duplicate collapse (which keeps top_k).
 POOL_FACTOR = 3
+#: Standing learnings served per kind beyond ``top_k`` (newest first when a user has more).
+STANDING_LIMIT = 5
+
+AGENT = LearningKind.AGENT_PLAYBOOK
 
 _KIND_OF_ENTITY = {
     "profiles": LearningKind.PROFILE,
@@ -78,6 +90,9 @@ class Plan:
     fusion: str = "calibrated"
     #: How far a strong hit lifts the learnings extracted from its request (0 turns it off).
     cohesion: float = ranking.COHESION_WEIGHT
+    #: Per filter of ``filters``: the scope of the standing learnings served whatever the
+    #: query (None: none for that filter).
+    standing: tuple[LearningFilter | None, ...] = ()
 
 
 @dataclass(slots=True)
@@ -113,10 +128,61 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
     for candidate in candidates:
         per_filter[candidate.filter_index].append(candidate)
     hits = [_rank_one(group, plan) for group in per_filter]
+    first: set[int] = set()
+    if any(f is not None for f in plan.standing):
+        hits, first = _with_standing(core, org_id, plan, hits, vector, mode)
     if plan.max_tokens is not None:
-        hits = _pack(hits, plan.max_tokens)
+        hits = _pack(hits, plan.max_tokens, first)
     timings["rank_ms"] = (time.perf_counter() - started) * 1000
     return Ranked(hits=hits, mode_effective=mode, degraded=degraded, timings=timings)
+
+
+def _with_standing(
+    core: Core,
+    org_id: str,
+    plan: Plan,
+    hits: list[list[tuple[Learning, float]]],
+    vector: Vector | None,
+    mode: SearchMode,
+) -> tuple[list[list[tuple[Learning, float]]], set[int]]:
+    """Add each kind's standing learnings that the query did not bring, scored by relevance.
+
+    Returns the hits and the ids of every standing learning served (for the token budget).
+    """
+    rows: list[list[Learning]] = []
+    for f, group in zip(plan.standing, hits, strict=True):
+        found = core.storage.list_learnings(org_id, f, limit=STANDING_LIMIT) if f is not None else []
+        served = {row.id for row, _ in group}
+        rows.append(
+            [r for r in found if r.id not in served and (r.kind.value, r.wire_id) not in plan.exclude]
+        )
+    scores = _relevance(core, org_id, plan, [r for group in rows for r in group], vector, mode)
+    out = [
+        [*group, *sorted(((r, scores.get(r.id, 0.0)) for r in extra), key=lambda pair: -pair[1])]
+        for group, extra in zip(hits, rows, strict=True)
+    ]
+    standing_ids = {
+        row.id for group in out for row, _ in group if STANDING_TAG in row.tags and row.kind is not AGENT
+    }
+    return out, standing_ids
+
+
+def _relevance(
+    core: Core, org_id: str, plan: Plan, rows: Sequence[Learning], vector: Vector | None, mode: SearchMode
+) -> dict[int, float]:
+    """Each row's fused relevance to the query, as any hit is scored (0 when no arm finds it)."""
+    if not rows:
+        return {}
+    query = CandidateQuery(
+        filters=(LearningFilter(ids=tuple(r.id for r in rows)),),
+        text=plan.text,
+        vector=vector,
+        embed_model=core.embedder.name,
+        limit=len(rows),
+        mode=StoreMode(mode.value),
+        weights=plan.weights,
+    )
+    return {c.learning.id: round(_score(c, plan), 6) for c in core.storage.search_candidates(org_id, query)}
 
 
 def _query_vector(
@@ -169,10 +235,14 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
     return [(row, round(s, 6)) for row, s in kept]
 
 
-def _pack(hits: list[list[tuple[Learning, float]]], max_tokens: int) -> list[list[tuple[Learning, float]]]:
-    """Keep the best learnings across kinds that fit in ``max_tokens`` together."""
+def _pack(
+    hits: list[list[tuple[Learning, float]]], max_tokens: int, first: AbstractSet[int] = frozenset()
+) -> list[list[tuple[Learning, float]]]:
+    """Keep the best learnings across kinds that fit in ``max_tokens`` together (``first``,
+    the standing learnings, before any other)."""
     flat = sorted(
-        ((s, i, j) for i, group in enumerate(hits) for j, (_, s) in enumerate(group)), key=lambda t: -t[0]
+        ((s, i, j) for i, group in enumerate(hits) for j, (_, s) in enumerate(group)),
+        key=lambda t: (hits[t[1]][t[2]][0].id not in first, -t[0]),
     )
     sizes = [ranking.estimate_tokens(hits[i][j][0].search_text) for _, i, j in flat]
     kept = {(i, j) for _, i, j in ranking.pack_to_budget(flat, sizes, max_tokens)}
@@ -258,6 +328,17 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
     return out
 
 
+def _standing_scope(f: LearningFilter, req: UnifiedSearchRequest) -> LearningFilter | None:
+    """The user's standing learnings of a user-scoped kind, in the same scope as its search.
+
+    None for agent playbooks (agent-wide, no one user's standing) and when the caller filters
+    by tags (then only the tags asked for are served).
+    """
+    if req.tags or f.user_id is None or AGENT in (f.kinds or ()):
+        return None
+    return replace(f, tags=(STANDING_TAG,))
+
+
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     """Unified search: the few learnings that matter for this query, per kind, scored."""
     named = unified_filters(req, int(now()))
@@ -273,6 +354,7 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
         mode=SearchMode(req.search_mode),
         exclude=exclude,
         max_tokens=req.max_tokens,
+        standing=tuple(_standing_scope(f, req) for _, f in named),
     )
     ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
     out = UnifiedSearchViewResponse(

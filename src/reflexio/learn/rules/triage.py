@@ -76,6 +76,7 @@ def _user_teaches(turn: InteractionRecord, previous: InteractionRecord | None) -
     """Signals in the user's words (a reaction to an answer reads more as a correction), or a
     confirmation that the agent's tool calls fixed the problem."""
     reacting = _agent(previous)
-    if read_message(turn.content, reacting=reacting).signals:
+    context = previous.content if previous is not None and reacting else ""
+    if read_message(turn.content, reacting=reacting, context=context).signals:
         return True
     return reacting and previous is not None and bool(previous.tools_used) and confirms_fix(turn.content)
