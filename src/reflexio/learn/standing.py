@@ -150,7 +150,7 @@ _TONE = re.compile(
 _FORMAT = re.compile(
     r"\bbullet(?:s|ed| points?| lists?)?\b|\bnumbered (?:lists?|steps|points)\b|\bheadings?\b|"
     r"\bmarkdown\b|\bplain text\b|\b(?:plain |short )?paragraphs\b|\bprose\b|\bjson\b|\bcode blocks?\b|"
-    r"\b(?:as|in|into|use|using|no|avoid|with)\s+(?:a\s+)?tables?\b|\btables? would\b|"
+    r"\b(?:as|in|into|use|using|no|avoid|with|prefers|wants)\s+(?:a\s+)?tables?\b|\btables? would\b|"
     r"\biso (?:dates?|format|8601)\b|"
     r"\bdate format\b|\byyyy-mm-dd\b|\bdd/mm(?:/yyyy)?\b|\bmm/dd(?:/yyyy)?\b|"
     r"\b(?:british|american|us|uk|canadian|australian) (?:spelling|english)\b|\bascii art\b|\bsections\b"

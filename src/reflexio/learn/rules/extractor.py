@@ -24,6 +24,7 @@ window:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -31,10 +32,11 @@ from reflexio.learn import standing
 from reflexio.learn.pipeline import LearnContext, Proposal
 from reflexio.learn.rules.compare import ANSWER_PREFIX, Relation, gist, gist_of, is_tool, relate
 from reflexio.learn.rules.evidence import combine, expert_gap, tool_calls, tool_lessons
+from reflexio.learn.rules.lexicon import REVERSAL_CUES
 from reflexio.learn.rules.phrasing import join_clauses, situation, summary
 from reflexio.learn.rules.recipes import confirms_fix, recipe, reports_problem
 from reflexio.learn.rules.signals import Reading, Signal, read_message
-from reflexio.learn.rules.text import informative, shorten
+from reflexio.learn.rules.text import has_phrase, informative, shorten
 from reflexio.learn.windows import Window
 from reflexio.records import InteractionRecord, LearningKind
 
@@ -130,7 +132,9 @@ def _from_user(turns: _Turns, i: int, kinds: Sequence[LearningKind], ctx: LearnC
     ids = [t.id for t in (corrected, answer, turn) if t is not None and (t is not answer or reacting)]
     cues = f'The user said: "{shorten(turn.content, 300)}"'
     if LearningKind.PROFILE in kinds:
-        out += _profiles(reading, request, ids, cues, ctx)
+        profiles = _profiles(reading, request, ids, cues, ctx)
+        rules_on = LearningKind.USER_PLAYBOOK in kinds
+        out += [_reversing_rule(d, request, ctx) if rules_on else d for d in profiles]
     if LearningKind.USER_PLAYBOOK in kinds:
         anchor = answer.id if reacting and answer is not None else None
         pitfall = summary(answer.content) if reacting and answer is not None and answer.content else ""
@@ -161,6 +165,36 @@ def _profiles(reading: Reading, request: str, ids: list[int], cues: str, ctx: Le
         )
         for group in _fact_groups(reading, ctx)
     ]
+
+
+_TASTE_AS_RULE = (
+    (re.compile(r"^(?:wants|prefers)\s+", re.I), "Give the user "),
+    (re.compile(r"^(?:does not want|no longer likes)\s+", re.I), "Do not give the user "),
+)
+
+
+def _reversing_rule(d: _Draft, request: str, ctx: LearnContext) -> _Draft:
+    """A taste that reverses a known rule ("Google Docs links instead of Word files" after "send
+    notes as a Word document") is stated as a rule, so it supersedes that rule."""
+    p = d.proposal
+    if p.track != "preference":
+        return d
+    mine, reversal = gist_of(p), has_phrase(d.cues, REVERSAL_CUES)
+    rules = ctx.existing.get(LearningKind.USER_PLAYBOOK, [])
+    if not any(relate(mine, gist_of(row), reversal=reversal) is Relation.CONTRADICTS for row in rules):
+        return d
+    content = p.content
+    for lead, replacement in _TASTE_AS_RULE:
+        content = lead.sub(replacement, content, count=1)
+    rule = Proposal(
+        kind=LearningKind.USER_PLAYBOOK,
+        content=content,
+        trigger=situation(request) if request.strip() else None,
+        rationale=p.rationale,
+        source_interaction_ids=list(p.source_interaction_ids),
+        track="correction",
+    )
+    return _Draft(rule, d.anchor, d.cues)
 
 
 def _fact_groups(reading: Reading, ctx: LearnContext) -> list[list[Signal]]:

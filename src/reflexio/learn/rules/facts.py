@@ -135,6 +135,21 @@ def ttl_of(text: str, default: str = "infinity") -> str:
     return default
 
 
+_UP_TO = re.compile(
+    r"^I\s+(?:can|could)\s+(?:now\s+)?(?:go|spend|pay|afford)\s+(?:up\s+to\s+|as much as\s+)?"
+    r"(?P<amount>(?:[$£€]\s?\d[\d,.]*|\d[\d,.]*\s?(?:dollars|euros|pounds))\b.*)$",
+    re.I,
+)
+
+
+def _budget(text: str) -> Fact | None:
+    """ "I can go up to $250 a night now" → "Their budget is up to $250 a night now"."""
+    m = _UP_TO.match(text)
+    return (
+        Fact(text=f"Their budget is up to {trim(m['amount'])}", ttl=ttl_of(text, "one_year")) if m else None
+    )
+
+
 def self_statements(segment: str, *, persistent: bool = False) -> list[Fact]:
     """Facts the user states about themselves in one clause (empty for anything else).
 
@@ -144,7 +159,7 @@ def self_statements(segment: str, *, persistent: bool = False) -> list[Fact]:
             "I'd like invoices by email" is a preference, not a request for this task.
     """
     text = segment.strip()
-    fact = _be(text) or _possessive(text) or _i_verb(text, persistent)
+    fact = _budget(text) or _be(text) or _possessive(text) or _i_verb(text, persistent)
     return [fact] if fact is not None else []
 
 

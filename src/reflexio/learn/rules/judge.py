@@ -114,10 +114,19 @@ def _standing_conflict(p: Proposal, near: Sequence[Learning]) -> Decision | None
     if not mine:
         return None
     for row in near:
-        theirs = standing.is_standing_text(row.kind.value, row.content, tool=is_tool(row.blocking_issue))
-        if standing.conflicting(mine, theirs):
+        clauses = _clauses(row) if row.kind is LearningKind.PROFILE else [row.content]
+        tool = is_tool(row.blocking_issue)
+        clashing = [
+            bool(standing.conflicting(mine, standing.is_standing_text(row.kind.value, c, tool=tool)))
+            for c in clauses
+        ]
+        if any(clashing):
+            kept = [capitalize(c) for c, clash in zip(clauses, clashing, strict=True) if not clash]
             return Decision(
-                Verdict.SUPERSEDE, target=row.id, reason=f"a newer standing preference replaces {row.id}"
+                Verdict.SUPERSEDE,
+                target=row.id,
+                remainder=join_clauses(kept) if kept else None,
+                reason=f"a newer standing preference replaces {row.id}",
             )
     return None
 

@@ -121,7 +121,8 @@ PERSISTENCE_CUES: Final = phrase_list(
     """
     from now on | from here on | going forward | moving forward | in the future | in future |
     next time | in general | as a rule | by default | for future reference | every time | each time |
-    whenever | anytime | any time | all the time | for all | in all
+    whenever | anytime | any time | all the time | for all | in all | in everything | everything you |
+    all your | your replies | your answers | your responses | every answer | every reply | each answer
     """
 )
 

@@ -18,7 +18,7 @@ import re
 from reflexio.learn.rules.evidence import as_instruction, call_text, tool_calls
 from reflexio.learn.rules.lexicon import FIX_APPRAISALS, FIX_PHRASES, FIX_STATES, PROBLEM_CUES
 from reflexio.learn.rules.phrasing import join_clauses
-from reflexio.learn.rules.text import has_phrase, sentences, shorten, words
+from reflexio.learn.rules.text import base_form, has_phrase, sentences, shorten, words
 from reflexio.records import InteractionRecord
 
 __all__ = ["confirms_fix", "recipe", "reports_problem"]
@@ -49,8 +49,14 @@ def confirms_fix(text: str, *, problem: bool = True) -> bool:
 
 
 def reports_problem(text: str) -> bool:
-    """Whether a request describes something broken ("can't connect", "keeps timing out")."""
-    return has_phrase(" ".join(words(text)), PROBLEM_CUES)
+    """Whether a request describes something broken ("can't connect", "keeps timing out", "the
+    dashboard shows yesterday's numbers") rather than asking for a task or a fact."""
+    if has_phrase(" ".join(words(text)), PROBLEM_CUES):
+        return True
+    stripped = text.strip()
+    tokens = words(stripped)
+    asking = stripped.endswith("?") or not tokens or tokens[0] in {"i", "please", "can", "could", "would"}
+    return not asking and base_form(tokens[0]) != tokens[0]
 
 
 def recipe(agent: InteractionRecord) -> str | None:

@@ -160,9 +160,11 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
     if not body or _hypothetical(body):
         return []
     if body.endswith("?"):
-        question = _persistence(body.rstrip("?! "))[1]
+        lasting, question = _persistence(body.rstrip("?! "))
         facts = [f for seg in _segments(question) if not _reported(seg) for f in _facts(seg)]
         asked = question_rule(question) if reacting or reading.instructive else None
+        if asked is None and lasting:  # "Can you talk to me in Portuguese from now on?"
+            asked = _lasting_request(question)
         return facts + ([asked] if asked is not None else [])
     out: list[Signal] = []
     sentence_persists, body = _persistence(body)
@@ -174,6 +176,15 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
         if text:
             out.extend(_read_segment(text, reading, reacting, persistent or sentence_persists, out))
     return out
+
+
+_ASKS = re.compile(r"^(?:can|could|would|will) you (?:please\s+)?(?P<body>.+)$", re.I)
+
+
+def _lasting_request(question: str) -> Signal | None:
+    """A request marked as lasting is an instruction: "could you reply in French from now on?"."""
+    m = _ASKS.match(question)
+    return rule(m["body"], negative=False, source=question) if m and imperative(m["body"]) else None
 
 
 def _segments(body: str) -> list[str]:
@@ -251,7 +262,8 @@ def _read_segment(
     if taste is not None:
         return [taste]
     because = any(s.kind == "fact" for s in earlier)  # "I'm diabetic, so keep desserts low in sugar"
-    found = _instruction(segment, reading, reacting, persistent or (because and reacting))
+    told = persistent or not reading.confirms  # "No more prompts, that fixed it!" reports, not asks
+    found = _instruction(segment, reading, reacting, persistent or (because and reacting)) if told else None
     if found is not None:
         reading.instructive = True
         return [found]

@@ -122,7 +122,7 @@ def terse(segment: str, *, plausible: bool) -> Signal | None:
     for pattern, repl in _FOREIGN:
         text = re.sub(pattern, repl, text, flags=re.I)
     text = re.sub(r"^just\s+", "", trim(_POLITE_TAIL.sub("", text.strip())), flags=re.I)
-    tokens = words(text)
+    tokens = words(_CONTRAST.sub("", text))  # "Google Docs links instead of Word files": the head
     if not tokens or len(tokens) > MAX_TERSE_WORDS or not _verbless(tokens):
         return None
     if all(t in TERSE_NOT or t in EVALUATIVE for t in tokens) or not _is_option(text):
@@ -147,6 +147,7 @@ def _verbless(tokens: list[str]) -> bool:
     return not (base_form(tokens[0]) == tokens[0] and tokens[0] not in _COMPARATIVE)
 
 
+_CONTRAST = re.compile(r"(?:,\s*|\s+)(?:instead of|rather than|not|over)\s+.+$", re.I)
 _VERB_THEN_OBJECT = re.compile(r"\b\w+s (?:my|me|the|a|an|their|our|your|his|her|it|them|us)\b")
 
 
