@@ -19,8 +19,8 @@ def turn(role: str, content: str = "", **extra: Any) -> InteractionRecord:
 ANSWER = turn("Assistant", "The MacBook Air is a great all-round choice.")
 
 
-def never() -> InteractionRecord | None:
-    raise AssertionError("the session's last turn was not needed")
+def never() -> list[InteractionRecord]:
+    raise AssertionError("the session's last turns were not needed")
 
 
 @pytest.mark.parametrize(
@@ -55,9 +55,9 @@ def test_a_failed_tool_call_or_an_expert_answer_is_learned_now() -> None:
 def test_a_publish_that_opens_with_a_reaction_reads_the_sessions_last_turn_once() -> None:
     asked: list[int] = []
 
-    def last_answer() -> InteractionRecord | None:
+    def last_answer() -> list[InteractionRecord]:
         asked.append(1)
-        return ANSWER
+        return [turn("User", "Recommend a laptop."), ANSWER]
 
     assert teaches_now([turn("User", "Wrong again, Linux only.")], last_answer)
     assert asked == [1]
@@ -72,5 +72,14 @@ def test_a_confirmed_fix_after_tool_calls_is_learned_now() -> None:
             {"tool_name": "shell.run", "tool_data": {"cmd": "resolvectl flush-caches"}, "status": "ok"}
         ],
     )
-    assert teaches_now([turn("User", "That fixed it, thanks!")], lambda: fixed)
-    assert not teaches_now([turn("User", "That didn't fix it.")], lambda: fixed)
+    assert teaches_now([turn("User", "That fixed it, thanks!")], lambda: [fixed])
+    assert not teaches_now([turn("User", "That didn't fix it.")], lambda: [fixed])
+
+
+def test_a_corrected_fact_is_read_against_the_answer_and_its_request() -> None:
+    asked = [
+        turn("User", "Is the museum open on Mondays?"),
+        turn("Assistant", "Yes, it opens at 9 every day."),
+    ]
+    assert teaches_now([turn("User", "It is closed on Mondays.")], lambda: asked)
+    assert not teaches_now([turn("User", "I don't mind either way.")], lambda: asked)

@@ -160,14 +160,13 @@ def _teaches_now(core: Core, record: RequestRecord, turns: Sequence[InteractionR
     """A correction, instruction, preference, failed tool call or expert answer is learned now.
 
     Ordinary turns wait for a full stride (or the session's end); the triage reads the turns
-    the way the rule extractor does, and looks up the session's last stored turn only when the
-    publish starts with a user turn whose reading depends on whether it answers the agent.
+    the way the rule extractor does, and looks up the session's last stored turns only when the
+    publish starts with a user turn whose reading depends on the answer it reacts to.
     """
 
-    def before() -> InteractionRecord | None:
+    def before() -> list[InteractionRecord]:
         where = InteractionFilter(user_id=record.user_id, session_id=record.session_id)
-        last = core.storage.list_interactions(record.org_id, where, limit=1, newest_first=True)
-        return last[0] if last else None
+        return core.storage.list_interactions(record.org_id, where, limit=2, newest_first=True)[::-1]
 
     return teaches_now(turns, before)
 

@@ -75,7 +75,7 @@ class Reading:
     reacting: bool = False
     confirms: bool = False  # the user says the agent's action fixed their problem
     grumbling: bool = False  # the sentence being read opens with "ugh", "seriously", ...
-    context: str = ""
+    context: str | None = ""
     request: list[str] = field(default_factory=list)
 
 
@@ -131,7 +131,7 @@ _NOT_SPEAKER = word_list(
 )
 
 
-def read_message(text: str, *, reacting: bool, context: str = "") -> Reading:
+def read_message(text: str, *, reacting: bool, context: str | None = "") -> Reading:
     """The signals of one user message.
 
     Args:
@@ -139,6 +139,7 @@ def read_message(text: str, *, reacting: bool, context: str = "") -> Reading:
         reacting: The message answers an agent turn (corrections are expected there).
         context: The request and the answer the message reacts to: a statement of how things
             are ("Denver is on Mountain Time") corrects the answer when it is about them.
+            None reads every such statement as a correction (to ask whether the answer matters).
     """
     reading = Reading(reacting=reacting, context=context)
     low = " ".join(words(text))
@@ -275,7 +276,7 @@ def _read_segment(
     if wish is not None:
         return [wish]
     world = world_statement(segment) if reacting and not reading.confirms else None
-    if world is not None and (reading.correction or about(world, reading.context)):
+    if world is not None and (reading.correction or reading.context is None or about(world, reading.context)):
         return [Signal(kind="world", text=world, source=segment)]
     return []
 

@@ -7,10 +7,10 @@ preference, a failed tool call, an expert answer, a fix the user confirms — sh
 agent's next answer, so the publish that carries it makes its user's extraction due at once.
 
 The check is the rule extractor's own reading of each turn (``signals.read_message``, tool
-statuses, expert answers), so it costs well under a millisecond and no model call. Whether a
-user turn reacts to an agent answer changes what counts as a correction; when a publish starts
-with a user turn, the session's previous turn decides, and it is read from storage only when
-that reading would change the answer.
+statuses, expert answers), so it costs about a millisecond and no model call. Whether a user
+turn reacts to an agent answer changes what counts as a correction; when a publish starts with
+a user turn, the session's last turns (the answer and its request) decide, read from storage
+only when that reading would change the answer.
 """
 
 from __future__ import annotations
@@ -35,30 +35,33 @@ def _user(turn: InteractionRecord) -> bool:
     return turn.role.strip().lower() == "user" and bool(turn.content.strip())
 
 
-def teaches_now(turns: Sequence[InteractionRecord], before: Callable[[], InteractionRecord | None]) -> bool:
+def teaches_now(
+    turns: Sequence[InteractionRecord], before: Callable[[], Sequence[InteractionRecord]]
+) -> bool:
     """Whether any of a publish's turns teaches something worth learning at once.
 
     Args:
         turns: The publish's turns, in order.
-        before: The session's last stored turn (called at most once, and only when the first
-            turn is a user turn whose reading depends on it).
+        before: The session's last stored turns, oldest first (called at most once, and only
+            when the first turn is a user turn whose reading depends on them).
     """
-    previous: InteractionRecord | None = None
+    earlier: list[InteractionRecord] = []
     for i, turn in enumerate(turns):
         if _agent(turn) and _agent_teaches(turn):
             return True
         if _user(turn):
-            if _user_teaches(turn, previous):
+            if _user_teaches(turn, earlier):
                 return True
-            if i == 0 and _might_react(turn) and _user_teaches(turn, before()):
+            if i == 0 and _might_react(turn) and _user_teaches(turn, list(before())):
                 return True
-        previous = turn
+        earlier.append(turn)
     return False
 
 
 def _might_react(turn: InteractionRecord) -> bool:
-    """Whether the turn would teach if it answered an agent turn (so the session's last turn matters)."""
-    return bool(read_message(turn.content, reacting=True).signals) or confirms_fix(turn.content)
+    """Whether the turn would teach if it answered an agent turn (so the session's last turns
+    matter): any signal, any statement of how things are, or a confirmed fix."""
+    return bool(read_message(turn.content, reacting=True, context=None).signals) or confirms_fix(turn.content)
 
 
 def _agent_teaches(turn: InteractionRecord) -> bool:
@@ -72,11 +75,13 @@ def _agent_teaches(turn: InteractionRecord) -> bool:
     )
 
 
-def _user_teaches(turn: InteractionRecord, previous: InteractionRecord | None) -> bool:
-    """Signals in the user's words (a reaction to an answer reads more as a correction), or a
-    confirmation that the agent's tool calls fixed the problem."""
+def _user_teaches(turn: InteractionRecord, earlier: Sequence[InteractionRecord]) -> bool:
+    """Signals in the user's words (a reaction to an answer reads more as a correction, given
+    the request and the answer), or a confirmation that the agent's tool calls fixed a problem."""
+    previous = earlier[-1] if earlier else None
     reacting = _agent(previous)
-    context = previous.content if previous is not None and reacting else ""
-    if read_message(turn.content, reacting=reacting, context=context).signals:
+    context = " ".join(t.content for t in earlier[-2:]) if reacting else ""
+    signals = read_message(turn.content, reacting=reacting, context=context).signals
+    if any(s.kind != "indifferent" for s in signals):
         return True
     return reacting and previous is not None and bool(previous.tools_used) and confirms_fix(turn.content)
