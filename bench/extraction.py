@@ -19,8 +19,10 @@ and the user's current learnings are then compared with the labels:
 * **standing**: expected standing preferences carrying the ``standing`` tag (recall) and tagged
   learnings that are expected to be standing (precision; a tagged learning that only meets
   labels silent about standing is left out);
-* **expedited**: whether some publish of the item made its extraction due at once (for items
-  that teach something: recall; for negatives: the false-alarm rate).
+* **expedited**: whether the user's batched extraction job (the one a publish schedules
+  ``EXTRACTION_BATCH_SECONDS`` ahead) learns from the item's turns without waiting for a full
+  stride or the session's end (for items that teach something: recall; for negatives: the
+  false-alarm rate).
 
 Every category is split into ``dev`` items (used while tuning the extractor) and ``heldout``
 items (written with the dev items, before any tuning, and never looked at one by one); both are
@@ -152,7 +154,6 @@ def _play(core: Any, worker: Any, item: dict[str, Any]) -> dict[str, Any]:
     ]
     saved = core.storage.save_learnings(seeded, Audit(actor="bench"))
     before, seeded_ids = {(r.id, r.content) for r in saved}, {r.id for r in saved}
-    expedited = []
     for turns in publishes(item):
         req = PublishUserInteractionRequest.model_validate(
             {
@@ -163,7 +164,7 @@ def _play(core: Any, worker: Any, item: dict[str, Any]) -> dict[str, Any]:
             }
         )
         pub.publish(core, ORG, req)
-        expedited.append(_expedited(core, user))
+    expedited = _learned_by_the_batch(core, worker, user)
     pub.finalize_session(core, ORG, FinalizeSessionRequest(user_id=user, session_id=session))
     while worker.run_once():
         pass
@@ -171,7 +172,7 @@ def _play(core: Any, worker: Any, item: dict[str, Any]) -> dict[str, Any]:
         ORG, LearningFilter(user_id=user, statuses=(LearningStatus.CURRENT,)), limit=100
     )
     return {
-        "expedited": any(expedited),
+        "expedited": expedited,
         "learnings": [
             {
                 "kind": row.kind.value,
@@ -185,12 +186,18 @@ def _play(core: Any, worker: Any, item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _expedited(core: Any, user: str) -> bool:
-    """Whether the user's queued extraction job is due now (a flush), right after a publish."""
-    from reflexio.records import JobStatus
+def _learned_by_the_batch(core: Any, worker: Any, user: str) -> bool:
+    """Run the user's batched extraction job now (as its due time would) and say whether every
+    extractor's bookmark passed the user's last turn, i.e. nothing waits for a stride."""
+    from reflexio.filters import InteractionFilter
+    from reflexio.service import publish as pub
 
-    jobs = core.storage.list_jobs(ORG, task="extract", key=user, limit=5)
-    return any(j.status is JobStatus.QUEUED and j.payload.get("flush") for j in jobs)
+    core.storage.expedite_job(ORG, pub.EXTRACT, user)
+    while worker.run_once():
+        pass
+    last = core.storage.list_interactions(ORG, InteractionFilter(user_id=user), limit=1, newest_first=True)
+    marks = [core.storage.get_bookmark(ORG, user, e.name) for e in pub.extractors_of(core.org_config(ORG))]
+    return bool(last) and all(m is not None and m.last_interaction_id >= last[0].id for m in marks)
 
 
 # -- scoring ------------------------------------------------------------------------------------

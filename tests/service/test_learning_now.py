@@ -1,4 +1,4 @@
-"""A turn that teaches is learned at once; ordinary turns still wait for a full stride."""
+"""A turn that teaches is learned within the 2 s batch; ordinary turns still wait for a stride."""
 
 from __future__ import annotations
 
@@ -40,20 +40,27 @@ def served(core: Core, query: str) -> list[str]:
     return [p.content for p in found.profiles] + [p.content for p in found.user_playbooks]
 
 
-def test_a_correction_published_without_waiting_is_due_at_once_and_learned(core: Core) -> None:
+def batch_runs(core: Core) -> None:
+    """The user's batched extraction job comes due (as it does ``EXTRACTION_BATCH_SECONDS`` after
+    the first publish) and a worker runs it; no finalize, no idle timer."""
+    job = queued(core)
+    assert (
+        job.payload["flush"] is False
+        and time.time() < job.run_at <= time.time() + pub.EXTRACTION_BATCH_SECONDS
+    )
+    core.storage.expedite_job("o", pub.EXTRACT, job.key or "")
+    run_due(core)
+
+
+def test_a_correction_published_without_waiting_is_learned_by_the_batch(core: Core) -> None:
     send(core, ("User", "Recommend a laptop for me."), ("Assistant", "The MacBook Air is great."))
     send(core, ("User", "I only ever use Linux. Please don't suggest Macs."), ("Assistant", "Noted!"))
-    job = queued(core)
-    assert job.payload["flush"] is True and job.run_at <= time.time()
-    run_due(core)  # no finalize, no idle timer: the correction alone made it due
+    batch_runs(core)
     assert any("linux" in text.lower() for text in served(core, "Which laptop for travelling?"))
 
 
 def test_ordinary_turns_keep_the_stride(core: Core) -> None:
     send(core, ("User", "Recommend a laptop for me."), ("Assistant", "The MacBook Air is great."))
     send(core, ("User", "What is your return policy?"), ("Assistant", "30 days."))
-    job = queued(core)
-    assert job.payload["flush"] is False and job.run_at > time.time()
-    core.storage.expedite_job("o", pub.EXTRACT, job.key or "")
-    run_due(core)
+    batch_runs(core)
     assert core.storage.get_bookmark("o", "u1", "profile") is None  # a tail shorter than a stride waits

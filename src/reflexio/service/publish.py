@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from reflexio.errors import ConflictError, NotFoundError
 from reflexio.filters import InteractionFilter
-from reflexio.learn.rules.triage import teaches_now
 from reflexio.models import (
     DEFAULT_AGENT_VERSION,
     FinalizeSessionRequest,
@@ -30,7 +29,7 @@ from reflexio.models import (
     PublishUserInteractionResponse,
 )
 from reflexio.models.org_config import Config
-from reflexio.records import InteractionRecord, Job, JobStatus, RequestRecord, now
+from reflexio.records import Job, JobStatus, RequestRecord, now
 from reflexio.service import views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage import Storage
@@ -49,8 +48,9 @@ __all__ = [
 #: How long a user's new turns wait for more before extraction runs. Learning works on
 #: windows of several turns anyway, and one job per user per batch instead of one per publish
 #: spares the workers (and the store's write lock) most of their claims and no-op runs.
-#: A flush (``wait_for_response``, a finished session, or a turn that teaches something:
-#: see ``learn.rules.triage``) runs at once.
+#: A flush (``wait_for_response``, a finished session) runs at once; a batch whose tail holds a
+#: turn that teaches something (a correction, a preference...) is flushed by the job itself
+#: (``learn.windows.run_extraction``), so it is learned within seconds without a full stride.
 EXTRACTION_BATCH_SECONDS = 2.0
 
 #: Job task names (the handlers live in reflexio.learn / reflexio.jobs).
@@ -127,12 +127,9 @@ def publish(
     ]
     try:
         flush = flush or req.session_finished or req.force_extraction
-        jobs = _extraction_jobs(config, record, req, flush)
-        if jobs and not flush and _teaches_now(core, record, turns):
-            jobs = _extraction_jobs(config, record, req, flush=True)
         with core.storage.transaction() as tx:
             tx.insert_request(record, turns)
-            enqueue_extraction(tx, jobs)
+            enqueue_extraction(tx, _extraction_jobs(config, record, req, flush))
             idle = _idle_job(config, record)
             if req.session_finished:
                 idle.run_at = now()
@@ -154,21 +151,6 @@ def _extraction_jobs(
     if req.evaluation_only or not wanted:
         return []
     return [extraction_job(record.org_id, record.user_id, flush=flush, request_id=record.request_id)]
-
-
-def _teaches_now(core: Core, record: RequestRecord, turns: Sequence[InteractionRecord]) -> bool:
-    """A correction, instruction, preference, failed tool call or expert answer is learned now.
-
-    Ordinary turns wait for a full stride (or the session's end); the triage reads the turns
-    the way the rule extractor does, and looks up the session's last stored turns only when the
-    publish starts with a user turn whose reading depends on the answer it reacts to.
-    """
-
-    def before() -> list[InteractionRecord]:
-        where = InteractionFilter(user_id=record.user_id, session_id=record.session_id)
-        return core.storage.list_interactions(record.org_id, where, limit=2, newest_first=True)[::-1]
-
-    return teaches_now(turns, before)
 
 
 def enqueue_extraction(tx: Storage, jobs: Sequence[Job]) -> None:

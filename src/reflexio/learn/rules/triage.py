@@ -1,16 +1,18 @@
-"""Triage at publish: does a publish carry a lesson that should be learned now?
+"""Triage of new turns: do they carry a lesson that should be learned now?
 
 Extraction normally waits for a full stride of turns (or for the session to end), which is
 right for ordinary turns: most teach nothing, and windows of several turns cost fewer model
 calls. A turn that does teach something — a correction, an instruction, a stated fact or
 preference, a failed tool call, an expert answer, a fix the user confirms — should change the
-agent's next answer, so the publish that carries it makes its user's extraction due at once.
+agent's next answer, so the extraction job that finds such a turn in the tail a stride would
+leave waiting learns from it at once (``learn.windows``; the job runs within
+``EXTRACTION_BATCH_SECONDS`` of a publish).
 
 The check is the rule extractor's own reading of each turn (``signals.read_message``, tool
 statuses, expert answers), so it costs about a millisecond and no model call. Whether a user
-turn reacts to an agent answer changes what counts as a correction; when a publish starts with
-a user turn, the session's last turns (the answer and its request) decide, read from storage
-only when that reading would change the answer.
+turn reacts to an agent answer changes what counts as a correction; for the first turn of the
+tail, the turns before it (the answer and its request) decide, asked for only when that reading
+would change the answer.
 """
 
 from __future__ import annotations
@@ -38,12 +40,12 @@ def _user(turn: InteractionRecord) -> bool:
 def teaches_now(
     turns: Sequence[InteractionRecord], before: Callable[[], Sequence[InteractionRecord]]
 ) -> bool:
-    """Whether any of a publish's turns teaches something worth learning at once.
+    """Whether any of the turns teaches something worth learning at once.
 
     Args:
-        turns: The publish's turns, in order.
-        before: The session's last stored turns, oldest first (called at most once, and only
-            when the first turn is a user turn whose reading depends on them).
+        turns: New turns, in order.
+        before: The turns before them, oldest first (called at most once, and only when the
+            first turn is a user turn whose reading depends on them).
     """
     earlier: list[InteractionRecord] = []
     for i, turn in enumerate(turns):
