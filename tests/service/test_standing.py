@@ -68,6 +68,11 @@ def test_a_standing_learning_is_served_whatever_the_query_and_scored_by_its_rele
     assert find(core, tags=["work"]) == {}  # a tag filter serves only the tags asked for
 
 
+def test_full_text_search_serves_standing_learnings_that_share_no_word_with_the_query(core: Core) -> None:
+    add_profile(core, "tz", "Wants times in JST", tags=[STANDING_TAG])
+    assert find(core, search_mode="fts") == {"Wants times in JST": 0.0}  # no word matches: relevance 0
+
+
 def test_session_dedup_and_the_token_budget_apply_to_standing_learnings(core: Core) -> None:
     add_profile(core, "tz", "Wants times in JST", tags=[STANDING_TAG])
     add_profile(core, "review", "Leads the quarterly review with the finance team every quarter")

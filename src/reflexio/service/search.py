@@ -63,7 +63,7 @@ CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
 #: Best-scored candidates per kind kept for near-duplicate collapse (which keeps top_k).
 POOL_FACTOR = 3
-#: Standing learnings served per kind beyond ``top_k`` (newest first when a user has more).
+#: Standing learnings served per kind beyond ``top_k`` (the most relevant when a user has more).
 STANDING_LIMIT = 5
 
 AGENT = LearningKind.AGENT_PLAYBOOK
@@ -130,7 +130,7 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
     hits = [_rank_one(group, plan) for group in per_filter]
     first: set[int] = set()
     if any(f is not None for f in plan.standing):
-        hits, first = _with_standing(core, org_id, plan, hits, vector, mode)
+        hits, first = _with_standing(core, org_id, plan, hits, vector)
     if plan.max_tokens is not None:
         hits = _pack(hits, plan.max_tokens, first)
     timings["rank_ms"] = (time.perf_counter() - started) * 1000
@@ -143,43 +143,71 @@ def _with_standing(
     plan: Plan,
     hits: list[list[tuple[Learning, float]]],
     vector: Vector | None,
-    mode: SearchMode,
 ) -> tuple[list[list[tuple[Learning, float]]], set[int]]:
     """Add each kind's standing learnings that the query did not bring, scored by relevance.
 
+    The lookup is a candidate search of the standing scopes with no floor, so each comes back
+    scored as any hit is; without a query vector (full-text mode, or the embedder is down) the
+    full-text arm cannot find what shares no word with the query, so they are listed instead.
+
     Returns the hits and the ids of every standing learning served (for the token budget).
     """
-    rows: list[list[Learning]] = []
-    for f, group in zip(plan.standing, hits, strict=True):
-        found = core.storage.list_learnings(org_id, f, limit=STANDING_LIMIT) if f is not None else []
+    found = _standing_candidates(core, org_id, plan, vector)
+    out: list[list[tuple[Learning, float]]] = []
+    for group, extra in zip(hits, found, strict=True):
         served = {row.id for row, _ in group}
-        rows.append(
-            [r for r in found if r.id not in served and (r.kind.value, r.wire_id) not in plan.exclude]
-        )
-    scores = _relevance(core, org_id, plan, [r for group in rows for r in group], vector, mode)
-    out = [
-        [*group, *sorted(((r, scores.get(r.id, 0.0)) for r in extra), key=lambda pair: -pair[1])]
-        for group, extra in zip(hits, rows, strict=True)
-    ]
+        fresh = [
+            (r, s) for r, s in extra if r.id not in served and (r.kind.value, r.wire_id) not in plan.exclude
+        ]
+        out.append([*group, *sorted(fresh, key=lambda pair: -pair[1])[:STANDING_LIMIT]])
     standing_ids = {
         row.id for group in out for row, _ in group if STANDING_TAG in row.tags and row.kind is not AGENT
     }
     return out, standing_ids
 
 
-def _relevance(
-    core: Core, org_id: str, plan: Plan, rows: Sequence[Learning], vector: Vector | None, mode: SearchMode
-) -> dict[int, float]:
-    """Each row's fused relevance to the query, as any hit is scored (0 when no arm finds it)."""
+def _standing_candidates(
+    core: Core, org_id: str, plan: Plan, vector: Vector | None
+) -> list[list[tuple[Learning, float]]]:
+    """Per filter of the plan: its standing learnings with their relevance (none for a filter
+    without a standing scope)."""
+    scopes = [(i, f) for i, f in enumerate(plan.standing) if f is not None]
+    found: list[list[tuple[Learning, float]]] = [[] for _ in plan.filters]
+    if not scopes:
+        return found
+    if vector is None:
+        for i, f in scopes:
+            # get_learnings (by id) rather than list_learnings: ordering by updated_at makes SQLite
+            # walk the whole org when the user has none (165 ms at 10k learnings per kind).
+            newest = sorted(core.storage.get_learnings(org_id, f), key=lambda r: (-r.updated_at, -r.id))
+            rows = newest[: STANDING_LIMIT + len(plan.exclude)]
+            scores = _relevance(core, org_id, plan, rows)
+            found[i] = [(r, scores.get(r.id, 0.0)) for r in rows]
+        return found
+    query = CandidateQuery(
+        filters=tuple(f for _, f in scopes),
+        text=plan.text,
+        vector=vector,
+        embed_model=core.embedder.name,
+        limit=STANDING_LIMIT + plan.top_k + len(plan.exclude),
+        mode=StoreMode.HYBRID,
+        weights=plan.weights,
+    )
+    for c in core.storage.search_candidates(org_id, query):
+        found[scopes[c.filter_index][0]].append((c.learning, round(_score(c, plan), 6)))
+    return found
+
+
+def _relevance(core: Core, org_id: str, plan: Plan, rows: Sequence[Learning]) -> dict[int, float]:
+    """Each row's full-text relevance to the query, as any hit is scored (0 when it shares no
+    word with it)."""
     if not rows:
         return {}
     query = CandidateQuery(
         filters=(LearningFilter(ids=tuple(r.id for r in rows)),),
         text=plan.text,
-        vector=vector,
-        embed_model=core.embedder.name,
         limit=len(rows),
-        mode=StoreMode(mode.value),
+        mode=StoreMode.FTS,
         weights=plan.weights,
     )
     return {c.learning.id: round(_score(c, plan), 6) for c in core.storage.search_candidates(org_id, query)}
