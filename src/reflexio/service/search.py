@@ -7,9 +7,9 @@ collapse, ``top_k`` per kind and an optional token budget across kinds. It never
 
 A user's *standing* learnings (tag ``STANDING_TAG``: language, units, time zone, length, tone,
 format, accessibility) apply to every answer, so the unified search serves them for any query
-of that user, after the kind's ``top_k`` (at most ``STANDING_LIMIT`` per kind), first in a token
-budget, and with their real relevance as their score: they are there because of the tag, not
-because they match.
+of that user (``service.standing``), after the kind's ``top_k``, first in a token budget, and
+with their real relevance as their score: they are there because of the tag, not because they
+match.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from reflexio import ranking
 from reflexio.errors import ReflexioError
@@ -36,9 +36,8 @@ from reflexio.models import (
     UnifiedSearchRequest,
     UnifiedSearchViewResponse,
 )
-from reflexio.models.prompt import STANDING_TAG
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import views
+from reflexio.service import standing, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -63,10 +62,6 @@ CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
 #: Best-scored candidates per kind kept for near-duplicate collapse (which keeps top_k).
 POOL_FACTOR = 3
-#: Standing learnings served per kind beyond ``top_k`` (the most relevant when a user has more).
-STANDING_LIMIT = 5
-
-AGENT = LearningKind.AGENT_PLAYBOOK
 
 _KIND_OF_ENTITY = {
     "profiles": LearningKind.PROFILE,
@@ -130,87 +125,16 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
     hits = [_rank_one(group, plan) for group in per_filter]
     first: set[int] = set()
     if any(f is not None for f in plan.standing):
-        hits, first = _with_standing(core, org_id, plan, hits, vector)
+        wanted = standing.Wanted(
+            plan.text, vector, core.embedder.name, plan.top_k, plan.exclude, plan.weights
+        )
+        hits, first = standing.add_standing(
+            core.storage, org_id, plan.standing, hits, wanted, lambda c: _score(c, plan)
+        )
     if plan.max_tokens is not None:
         hits = _pack(hits, plan.max_tokens, first)
     timings["rank_ms"] = (time.perf_counter() - started) * 1000
     return Ranked(hits=hits, mode_effective=mode, degraded=degraded, timings=timings)
-
-
-def _with_standing(
-    core: Core,
-    org_id: str,
-    plan: Plan,
-    hits: list[list[tuple[Learning, float]]],
-    vector: Vector | None,
-) -> tuple[list[list[tuple[Learning, float]]], set[int]]:
-    """Add each kind's standing learnings that the query did not bring, scored by relevance.
-
-    The lookup is a candidate search of the standing scopes with no floor, so each comes back
-    scored as any hit is; without a query vector (full-text mode, or the embedder is down) the
-    full-text arm cannot find what shares no word with the query, so they are listed instead.
-
-    Returns the hits and the ids of every standing learning served (for the token budget).
-    """
-    found = _standing_candidates(core, org_id, plan, vector)
-    out: list[list[tuple[Learning, float]]] = []
-    for group, extra in zip(hits, found, strict=True):
-        served = {row.id for row, _ in group}
-        fresh = [
-            (r, s) for r, s in extra if r.id not in served and (r.kind.value, r.wire_id) not in plan.exclude
-        ]
-        out.append([*group, *sorted(fresh, key=lambda pair: -pair[1])[:STANDING_LIMIT]])
-    standing_ids = {
-        row.id for group in out for row, _ in group if STANDING_TAG in row.tags and row.kind is not AGENT
-    }
-    return out, standing_ids
-
-
-def _standing_candidates(
-    core: Core, org_id: str, plan: Plan, vector: Vector | None
-) -> list[list[tuple[Learning, float]]]:
-    """Per filter of the plan: its standing learnings with their relevance (none for a filter
-    without a standing scope)."""
-    scopes = [(i, f) for i, f in enumerate(plan.standing) if f is not None]
-    found: list[list[tuple[Learning, float]]] = [[] for _ in plan.filters]
-    if not scopes:
-        return found
-    if vector is None:
-        for i, f in scopes:
-            # get_learnings (by id) rather than list_learnings: ordering by updated_at makes SQLite
-            # walk the whole org when the user has none (165 ms at 10k learnings per kind).
-            newest = sorted(core.storage.get_learnings(org_id, f), key=lambda r: (-r.updated_at, -r.id))
-            rows = newest[: STANDING_LIMIT + len(plan.exclude)]
-            scores = _relevance(core, org_id, plan, rows)
-            found[i] = [(r, scores.get(r.id, 0.0)) for r in rows]
-        return found
-    query = CandidateQuery(
-        filters=tuple(f for _, f in scopes),
-        text=plan.text,
-        vector=vector,
-        embed_model=core.embedder.name,
-        limit=STANDING_LIMIT + plan.top_k + len(plan.exclude),
-        mode=StoreMode.HYBRID,
-        weights=plan.weights,
-    )
-    for c in core.storage.search_candidates(org_id, query):
-        found[scopes[c.filter_index][0]].append((c.learning, round(_score(c, plan), 6)))
-    return found
-
-
-def _relevance(core: Core, org_id: str, plan: Plan, rows: Sequence[Learning]) -> dict[int, float]:
-    """Each row's full-text relevance to the query, as any hit is scored (0 when it shares no
-    word with it)."""
-    if not rows:
-        return {}
-    query = CandidateQuery(
-        filters=(LearningFilter(ids=tuple(r.id for r in rows)),),
-        text=plan.text,
-        limit=len(rows),
-        mode=StoreMode.FTS,
-        weights=plan.weights,
-    )
-    return {c.learning.id: round(_score(c, plan), 6) for c in core.storage.search_candidates(org_id, query)}
 
 
 def _query_vector(
@@ -356,17 +280,6 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
     return out
 
 
-def _standing_scope(f: LearningFilter, req: UnifiedSearchRequest) -> LearningFilter | None:
-    """The user's standing learnings of a user-scoped kind, in the same scope as its search.
-
-    None for agent playbooks (agent-wide, no one user's standing) and when the caller filters
-    by tags (then only the tags asked for are served).
-    """
-    if req.tags or f.user_id is None or AGENT in (f.kinds or ()):
-        return None
-    return replace(f, tags=(STANDING_TAG,))
-
-
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     """Unified search: the few learnings that matter for this query, per kind, scored."""
     named = unified_filters(req, int(now()))
@@ -382,7 +295,7 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
         mode=SearchMode(req.search_mode),
         exclude=exclude,
         max_tokens=req.max_tokens,
-        standing=tuple(_standing_scope(f, req) for _, f in named),
+        standing=tuple(standing.scope(f, req) for _, f in named),
     )
     ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
     out = UnifiedSearchViewResponse(

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from reflexio.learn.rules.corrections import about, continues, has_verb, world_statement
+from reflexio.learn.rules.clauses import segments
+from reflexio.learn.rules.corrections import about, has_verb, world_statement
 from reflexio.learn.rules.facts import object_of, self_statements
 from reflexio.learn.rules.instructions import (
     Signal,
@@ -42,7 +43,6 @@ from reflexio.learn.rules.lexicon import (
     REPORTING_VERBS,
     RESTATEMENT_CUES,
     REVERSAL_CUES,
-    VERBS,
     word_list,
 )
 from reflexio.learn.rules.recipes import confirms_fix
@@ -92,13 +92,7 @@ _OPENER = re.compile(
 )
 # Openers that only count as such when punctuation follows ("No Macs" is a taste, "No," is not).
 _PUNCT_ONLY = {"no", "nope", "wrong", "great", "sorry", "hi", "hello", "look"}
-_SEGMENT = re.compile(
-    r",\s+(?=(?:I|I'm|I've|we|my|our|just|instead|rather|that|this|it|and|but|so|because|since|then|"
-    r"otherwise|or|please|can|could|would|will|do|does|what|how|which|where|any|is|are|never|always|don't|"
-    r"do not|stop)\b)|\s+and\s+(?=(?:I|I'm|I've|we|my|our)\b)|;\s+|:\s+|\s+-\s+"
-)
 _GRUMBLE = re.compile(r"^(?:ugh+|argh+|seriously|come on|oh no|yikes|ew+|meh|sigh|great\.\.\.|wow)\b", re.I)
-_VERB_SEGMENT = re.compile(r",\s+(?=(\w+)\b)")
 _PERSIST_LEAD = re.compile(
     r"^(?:from now on|from here on(?: out)?|going forward|moving forward|in (?:the )?future|next time|"
     r"in general|as a rule|by default|for future reference|for the future)\b[\s,:]*",
@@ -162,7 +156,7 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
         return []
     if body.endswith("?"):
         lasting, question = _persistence(body.rstrip("?! "))
-        facts = [f for seg in _segments(question) if not _reported(seg) for f in _facts(seg)]
+        facts = [f for seg in segments(question) if not _reported(seg) for f in _facts(seg)]
         asked = question_rule(question) if reacting or reading.instructive else None
         if asked is None and lasting:  # "Can you talk to me in Portuguese from now on?"
             asked = _lasting_request(question)
@@ -170,7 +164,7 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
     out: list[Signal] = []
     sentence_persists, body = _persistence(body)
     reading.grumbling = _GRUMBLE.match(sentence) is not None  # "Ugh, a middle seat." names no wish
-    for segment in _segments(body):
+    for segment in segments(body):
         if _reported(segment):
             continue
         persistent, text = _persistence(finish(_strip_openers(segment)))
@@ -186,59 +180,6 @@ def _lasting_request(question: str) -> Signal | None:
     """A request marked as lasting is an instruction: "could you reply in French from now on?"."""
     m = _ASKS.match(question)
     return rule(m["body"], negative=False, source=question) if m and imperative(m["body"]) else None
-
-
-def _segments(body: str) -> list[str]:
-    """Clauses of a sentence: cut before "I", "just", "can you", an imperative verb, ..."""
-    out: list[str] = []
-    for part in _SEGMENT.split(body):
-        start = 0
-        leading_contrast = part.lower().startswith(("instead of ", "rather than "))
-        for m in _VERB_SEGMENT.finditer(part):
-            if leading_contrast and start == 0:
-                leading_contrast = False
-                continue
-            if m.group(1).lower() in VERBS:
-                out.append(part[start : m.start()])
-                start = m.end()
-        out.append(part[start:])
-    return [c for s in out if s and s.strip(" ,") for c in _clauses_at_commas(s.strip(" ,"))]
-
-
-#: Longest verbless phrase that stands as a clause of its own beside a full one.
-_PHRASE_WORDS = 4
-
-
-def _name(phrase: str) -> bool:
-    """ "Priya Raman", "The Acme Support Team": an appositive name, not a clause of its own."""
-    tokens = phrase.strip(" .!").split()
-    return len(tokens) >= 2 and all(t[:1].isupper() for t in tokens if t.lower() not in {"the", "of", "and"})
-
-
-def _phrase(part: str) -> bool:
-    """A short verbless part that is not a name."""
-    return len(words(part)) <= _PHRASE_WORDS and not has_verb(part) and not _name(part)
-
-
-def _clauses_at_commas(segment: str) -> list[str]:
-    """ "Light mode actually, dark mode hurts", "mornings don't work for me, afternoons are better":
-    a comma between two clauses, or between a clause and a short phrase, ends a clause; a comma
-    before "not ..." or "and ..." does not ("It's Canberra, not Sydney")."""
-    parts = segment.split(", ")
-    out = [parts[0]]
-    for k, part in enumerate(parts[1:], 1):
-        left, right = out[-1], part
-        clause_pair = has_verb(left) and has_verb(right)
-        # a phrase stands alone first or last ("Light mode actually, dark mode hurts", "..., Celsius
-        # only"), not in the middle, where it restates ("We moved to spaces, four spaces, ...")
-        phrase_pair = (k == 1 and _phrase(left) and has_verb(right)) or (
-            k == len(parts) - 1 and has_verb(left) and _phrase(right)
-        )
-        if not continues(right) and (clause_pair or phrase_pair):
-            out.append(right)
-        else:
-            out[-1] = f"{left}, {right}"
-    return out
 
 
 def _read_segment(
