@@ -48,12 +48,22 @@ _SUBJECT = re.compile(
     r"(?:also\s+|then\s+|first\s+)?",
     re.I,
 )
+_WARNS = re.compile(r"^(?:Mention: )?(?:never|don't|do not|avoid|not)\b", re.I)
 _YOU = re.compile(r"^(?:you (?:should|need to|must|have to|can)|make sure to|be sure to)\s+", re.I)
 
 
 def expert_gap(request: str, answer: str, expert: str) -> list[str]:
-    """The expert's clauses that add substance missing from the agent's answer, as instructions."""
-    return _novel([as_instruction(c) for s in sentences(expert) for c in _CLAUSE.split(s)], answer, request)
+    """The expert's clauses that add substance missing from the agent's answer, as instructions.
+
+    A clause that forbids what the answer did ("never edit passwords in config files" against
+    "edit config.yaml") is substance too, although it shares the answer's words.
+    """
+    clauses = [as_instruction(c) for s in sentences(expert) for c in _CLAUSE.split(s)]
+    novel = _novel(clauses, answer, request)
+    done = _content(answer)
+    forbids = [c for c in clauses if c not in novel and _WARNS.match(c) and _content(c) & done]
+    kept = [c for c in clauses if c in novel or c in forbids][:MAX_CLAUSES]
+    return [capitalize(c.removeprefix("Mention: ")) if _WARNS.match(c) else c for c in kept]
 
 
 def _novel(clauses: Sequence[str], *known_texts: str) -> list[str]:
