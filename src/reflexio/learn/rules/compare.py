@@ -284,8 +284,8 @@ class _Readable(Protocol):
 
 
 def is_tool(blocking_issue: dict[str, Any] | None) -> bool:
-    """Whether a blocking issue is a failed tool call (its pitfall says what happened)."""
-    return bool(blocking_issue) and (blocking_issue or {}).get("kind") == "tool_failure"
+    """A tool lesson names its tool (older rows also used the kind ``tool_failure``)."""
+    return bool((blocking_issue or {}).get("tool"))
 
 
 def gist_of(item: _Readable) -> Gist:

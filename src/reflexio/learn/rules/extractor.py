@@ -322,7 +322,9 @@ def _from_tools(turns: _Turns) -> list[_Draft]:
             trigger=situation(request.content) if request else f"When calling {lesson.tool}",
             rationale=f"The tool call failed: {lesson.details}",
             pitfall=lesson.pitfall,
-            blocking_issue={"kind": "tool_failure", "details": lesson.details, "tool": lesson.tool},
+            # A wire BlockingIssueKind (the LLM schema and exports accept no other); "tool"
+            # marks it as a tool lesson for the judge.
+            blocking_issue={"kind": "external_dependency", "details": lesson.details, "tool": lesson.tool},
             source_interaction_ids=[t.id for t in (request, turns.turns[i]) if t is not None],
             track="tool_failure",
         )
