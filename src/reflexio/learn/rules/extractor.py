@@ -1,8 +1,8 @@
 """The offline rule extractor's proposer: learning from explicit signals with no model.
 
 The embedded default must learn before anyone configures an LLM, so this proposer learns only
-from what is said or shown outright, and does it deterministically in about a millisecond per
-window:
+from what is said or shown outright, deterministically and cheaply next to storage and
+embedding (``python -m bench.rules``; bench/results/rules.json):
 
 * facts and tastes users state about themselves ("I only ever use Linux", "no Macs", "Japan
   time, please", "mornings don't work for me any more") become profiles, phrased in the third
