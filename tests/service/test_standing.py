@@ -39,8 +39,9 @@ def add_profile(
 
 
 def find(core: Core, user: str = "u1", **extra: object) -> dict[str, float]:
-    found = search.search(core, "o", UnifiedSearchRequest(query=QUERY, user_id=user, **extra))  # type: ignore[arg-type]
-    return {p.content: p.score or 0.0 for p in [*found.profiles, *found.user_playbooks]}
+    found = search.search(core, "o", UnifiedSearchRequest(query=QUERY, user_id=user, **extra))
+    scores = {p.content: p.score or 0.0 for p in found.profiles}
+    return scores | {p.content: p.score or 0.0 for p in found.user_playbooks}
 
 
 def converse(core: Core, user: str, turns: list[tuple[str, str]], session: str = "s1") -> None:
@@ -133,4 +134,4 @@ def test_the_llm_extractor_marks_what_it_calls_standing(core: Core) -> None:
     )
     [row] = core.storage.list_learnings("o", LearningFilter(user_id="u1"), limit=10)
     assert row.tags == [STANDING_TAG]
-    assert core.llm.calls[0].call.version == "1.1.0"  # type: ignore[attr-defined]
+    assert core.llm.calls[0].call.version == "1.1.0"
