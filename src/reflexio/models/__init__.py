@@ -253,6 +253,7 @@ from reflexio.models.plans import (
     month_window,
 )
 from reflexio.models.prompt import (
+    STANDING_TAG,
     PromptBlock,
     PromptItem,
     estimate_tokens,
@@ -286,6 +287,7 @@ __all__ = [
     "MAX_TOP_K",
     "METERS",
     "NEVER_EXPIRES_TIMESTAMP",
+    "STANDING_TAG",
     "APIKeyConfig",
     "AddAgentPlaybookRequest",
     "AddAgentPlaybookResponse",
