@@ -75,6 +75,7 @@ def _c(
 ALPHA_USER = {"user_id": "alpha-user"}
 CASES = [
     _c("GET", "whoami"),
+    _c("GET", "usage"),
     _c(
         "POST",
         "publish_interaction",
@@ -332,7 +333,7 @@ def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     assert response.status_code == case.status, response.text
     nothing_of_a(response.json(), json.dumps([body, params]))
     assert state_of(core, A) == before
-    if case.path == "/api/whoami":
+    if case.path in ("/api/whoami", "/api/usage"):
         assert response.json()["org_id"] == B
 
 
