@@ -59,7 +59,12 @@ class LearningKind(StrEnum):
 
 
 class LearningStatus(StrEnum):
-    """Lifecycle of a learning; the last three are tombstones kept for history."""
+    """Lifecycle of a learning; merged, superseded and expired are tombstones kept for history.
+
+    ``suspended`` and ``retired`` are set by reflection when a learning is found to hurt
+    (suspended: waiting for a reviewer; retired: stopped with a reason); neither is served,
+    and both can be reverted to current.
+    """
 
     CURRENT = "current"
     PENDING = "pending"
@@ -68,6 +73,8 @@ class LearningStatus(StrEnum):
     MERGED = "merged"
     SUPERSEDED = "superseded"
     EXPIRED = "expired"
+    SUSPENDED = "suspended"
+    RETIRED = "retired"
 
 
 class Approval(StrEnum):

@@ -25,7 +25,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from reflexio import ranking
 from reflexio.learn.aggregate import CentralAggregator
+from reflexio.learn.attribution import judge_offline
 from reflexio.learn.llm_extract import is_agent, is_user
+from reflexio.learn.shadow import offline_answer
 from reflexio.llm import LLMCall, LLMResult, Usage
 
 __all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_script"]
@@ -189,7 +191,9 @@ def rules_script() -> ScriptedLLM:
     the extraction schema; relations to known learnings and merge verdicts come from the rule
     judge (``RuleJudge``) when the module has one. The gate says yes when the rules find
     anything; session evaluation counts the user's reactions to the agent; query rewriting
-    returns the query unchanged; aggregation answers with the deterministic aggregator's rule.
+    returns the query unchanged; aggregation answers with the deterministic aggregator's rule;
+    the learning and shadow judges answer with the offline judges' verdicts; a revision is
+    declined (rules cannot rewrite a rule).
     """
     rules = importlib.import_module("reflexio.learn.rules")
     proposer = rules.RuleProposer()
@@ -225,7 +229,30 @@ def rules_script() -> ScriptedLLM:
     script.on("evaluate_session", lambda inputs: _evaluate(inputs["turns"]))
     script.on("rewrite_query", lambda inputs: {"query": inputs["query"]})
     script.on("aggregate", _aggregate)
+    script.on("judge_learnings", _judge_learnings)
+    script.on("compare_shadow", lambda inputs: offline_answer(inputs["all_turns"], inputs["indexes"]))
+    script.on(
+        "revise_learning", {"trigger": None, "content": None, "rationale": "rules cannot rewrite a rule"}
+    )
     return script
+
+
+def _judge_learnings(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The offline judge's verdicts in the model's answer shape."""
+    verdicts = judge_offline(inputs["turns"], inputs["found"], inputs["success"], inputs["injections"])
+    return {
+        "verdicts": [
+            {
+                "learning_ref": v.injection.ref,
+                "is_relevant": bool(v.is_relevant),
+                "relevance_reason": v.relevance_reason,
+                "impact": v.impact or "neutral",
+                "impact_reason": v.impact_reason,
+                "diagnosis": v.diagnosis,
+            }
+            for v in verdicts
+        ]
+    }
 
 
 def _aggregate(inputs: Mapping[str, Any]) -> dict[str, Any]:

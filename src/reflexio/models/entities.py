@@ -118,6 +118,9 @@ class Status(str, Enum):  # noqa: UP042 - a StrEnum member cannot have the value
     MERGED = "merged"  # tombstone: folded into a survivor (merged_into is set)
     SUPERSEDED = "superseded"  # tombstone: replaced by a newer version (superseded_by is set)
     EXPIRED = "expired"  # tombstone: its time to live ran out
+    # Additions: set by reflection on a learning that hurts (never in default listings).
+    SUSPENDED = "suspended"  # not served; waiting for a reviewer's decision
+    RETIRED = "retired"  # not served; stopped with a reason, revertible
 
 
 class OperationStatus(StrEnum):
