@@ -499,6 +499,7 @@ class ReflectionPolicy(_Strict):
 
 
 HoldoutKind = Literal["profile", "user_playbook", "agent_playbook"]
+_HOLDOUT_KINDS: Final[tuple[HoldoutKind, ...]] = ("user_playbook", "agent_playbook")
 
 
 class ExtractionPreset(StrEnum):
@@ -625,7 +626,7 @@ class Config(_Strict):
     # effect on outcomes can be measured. 0 turns it off. Profiles are facts the user stated
     # and are not withheld by default; behaviour rules are.
     holdout_rate: float = Field(default=0.05, ge=0.0, le=0.5)
-    holdout_kinds: list[HoldoutKind] = Field(default_factory=lambda: ["user_playbook", "agent_playbook"])
+    holdout_kinds: list[HoldoutKind] = Field(default_factory=lambda: list(_HOLDOUT_KINDS))
     reflection_policy: ReflectionPolicy = Field(default_factory=ReflectionPolicy)
 
     @model_validator(mode="before")
