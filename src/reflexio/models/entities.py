@@ -33,11 +33,13 @@ __all__ = [
     "BlockingIssueKind",
     "Citation",
     "CitationKind",
+    "EffectInterval",
     "EvaluationResultView",
     "Interaction",
     "InteractionData",
     "InteractionView",
     "LearningImpact",
+    "LearningImpactView",
     "OperationStatus",
     "PlaybookDiagnosis",
     "PlaybookStatus",
@@ -322,6 +324,40 @@ class InteractionView(BaseModel):
     retrieved_learnings: list[RetrievedLearning] = Field(default_factory=list)
 
 
+class EffectInterval(BaseModel):
+    """An estimate with its 95 % interval (``low``/``high`` absent when it cannot be computed)."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    sessions: int = 0
+    users: int = 0
+
+
+class LearningImpactView(BaseModel):
+    """A learning's record in production (our addition): exposures, outcomes, effect.
+
+    ``help_rate`` is the share of its judged sessions it helped (helped / (helped + hurt)), with
+    a Wilson interval; ``lift`` is the success rate of sessions it was served in minus that of
+    sessions the holdout withheld it from, with a 95 % interval clustered by user.
+    """
+
+    kind: Literal["profile", "user_playbook", "agent_playbook"]
+    learning_id: str
+    sessions_served: int = 0
+    sessions_withheld: int = 0
+    helped: int = 0
+    hurt: int = 0
+    neutral: int = 0
+    unjudged: int = 0
+    users_served: int = 0
+    success_rate_served: float | None = None
+    success_rate_withheld: float | None = None
+    help_rate: EffectInterval | None = None
+    lift: EffectInterval | None = None
+    last_served_at: int | None = None
+
+
 class ProfileView(BaseModel):
     """A user profile fact as responses show it; ``score`` is set on search results only."""
 
@@ -340,6 +376,7 @@ class ProfileView(BaseModel):
     source_interaction_ids: list[int] = Field(default_factory=list)
     tags: TagList = Field(default_factory=list)
     score: float | None = None  # addition: relevance of a search hit
+    impact: LearningImpactView | None = None  # addition: its record in production
 
 
 class UserPlaybookView(BaseModel):
@@ -361,6 +398,7 @@ class UserPlaybookView(BaseModel):
     source_span: str | None = None
     tags: TagList = Field(default_factory=list)
     score: float | None = None  # addition: relevance of a search hit
+    impact: LearningImpactView | None = None  # addition: its record in production
 
 
 class AgentPlaybookView(BaseModel):
@@ -379,6 +417,7 @@ class AgentPlaybookView(BaseModel):
     status: Status | None = None
     tags: TagList = Field(default_factory=list)
     score: float | None = None  # addition: relevance of a search hit
+    impact: LearningImpactView | None = None  # addition: its record in production
 
 
 class EvaluationResultView(BaseModel):
