@@ -24,6 +24,7 @@ __all__ = [
     "Audit",
     "Bookmark",
     "EvaluationRecord",
+    "ExposureRecord",
     "InteractionRecord",
     "Job",
     "JobStatus",
@@ -32,6 +33,8 @@ __all__ = [
     "LearningEvent",
     "LearningKind",
     "LearningStatus",
+    "OutcomeRecord",
+    "ReflectionActionRecord",
     "RequestRecord",
     "UsageSummary",
     "UsageTotals",
@@ -240,6 +243,61 @@ class EvaluationRecord:
     learning_id: str | None = None
     interaction_id: int | None = None
     created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class OutcomeRecord:
+    """One report of a session's outcome by the agent's own systems (a revision)."""
+
+    org_id: str
+    session_id: str
+    user_id: str
+    outcome: str
+    occurred_at: int
+    outcome_id: str = ""
+    revision: int = 0
+    source: str = "reported"
+    label: str | None = None
+    value: float | None = None
+    metadata: dict[str, Any] | None = None
+    id: int = 0
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ExposureRecord:
+    """A search's decision about one eligible learning in one session: served or withheld."""
+
+    org_id: str
+    session_id: str
+    kind: str
+    learning_id: str
+    user_id: str | None = None
+    withheld: bool = False
+    holdout_rate: float = 0.0
+    served_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ReflectionActionRecord:
+    """What reflection did to a learning, why, on what evidence; revertible once."""
+
+    org_id: str
+    learning_id: int
+    kind: str
+    action: str
+    reason: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    status_before: str | None = None
+    status_after: str | None = None
+    related_learning_id: int | None = None
+    actor: str = "reflect"
+    job_id: int | None = None
+    id: int = 0
+    created_at: float = 0.0
+    reverted_at: float | None = None
+    reverted_by: str | None = None
+    revert_note: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)

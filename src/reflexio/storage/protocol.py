@@ -29,12 +29,15 @@ from reflexio.records import (
     Audit,
     Bookmark,
     EvaluationRecord,
+    ExposureRecord,
     InteractionRecord,
     Job,
     JobStatus,
     Learning,
     LearningEvent,
     LLMUsageRecord,
+    OutcomeRecord,
+    ReflectionActionRecord,
     RequestRecord,
     UsageSummary,
 )
@@ -226,6 +229,92 @@ class Storage(JobQueue, Protocol):
 
     def list_exposures(self, org_id: str, session_id: str) -> set[tuple[str, str]]:
         """(kind, learning id) pairs already served in a session."""
+        ...
+
+    def record_exposures(self, decisions: Sequence[ExposureRecord], /) -> None:
+        """Record search's serve-or-withhold decisions; the first decision of a (session,
+        learning) stands (the holdout hash would repeat it anyway)."""
+        ...
+
+    def learning_exposures(self, org_id: str, kind: str, learning_ids: Sequence[str]) -> list[ExposureRecord]:
+        """Every decision about these learnings (of one kind), oldest first."""
+        ...
+
+    def most_exposed(
+        self, org_id: str, *, kind: str | None = None, limit: int = 100
+    ) -> list[tuple[str, str, int]]:
+        """(kind, learning id, sessions) of the learnings decided on in most sessions."""
+        ...
+
+    # -- session outcomes, verdicts and reflection actions ----------------------------------
+    def add_outcome(self, row: OutcomeRecord) -> OutcomeRecord:
+        """Record a new revision of a session's outcome (revision = the session's last + 1)."""
+        ...
+
+    def list_outcomes(
+        self,
+        org_id: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+        source: str | None = None,
+        outcome: str | None = None,
+        label: str | None = None,
+        occurred_after: int | None = None,
+        occurred_before: int | None = None,
+        latest_only: bool = True,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[OutcomeRecord]:
+        """Outcomes, newest ``occurred_at`` first; only each session's latest revision unless
+        ``latest_only`` is False."""
+        ...
+
+    def replace_evaluations(
+        self,
+        org_id: str,
+        user_id: str,
+        session_id: str,
+        kinds: Sequence[str],
+        rows: Sequence[EvaluationRecord],
+    ) -> list[EvaluationRecord]:
+        """Replace a session's judgements of these kinds (a re-judged session keeps one set)."""
+        ...
+
+    def find_evaluations(
+        self,
+        org_id: str,
+        *,
+        kind: str,
+        session_ids: Sequence[str] | None = None,
+        learning_kind: str | None = None,
+        learning_ids: Sequence[str] | None = None,
+        limit: int = 10_000,
+    ) -> list[EvaluationRecord]:
+        """Judgements of one kind for these sessions and/or learnings, newest first."""
+        ...
+
+    def add_reflection_actions(
+        self, actions: Sequence[ReflectionActionRecord], /
+    ) -> list[ReflectionActionRecord]:
+        """Record actions taken on learnings; returns them with ids."""
+        ...
+
+    def list_reflection_actions(
+        self,
+        org_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        learning_ids: Sequence[int] | None = None,
+        kind: str | None = None,
+        include_reverted: bool = True,
+        limit: int = 100,
+    ) -> list[ReflectionActionRecord]:
+        """Actions, newest first."""
+        ...
+
+    def revert_reflection_action(self, org_id: str, action_id: int, *, by: str, note: str | None) -> bool:
+        """Mark an action reverted; False when it was already reverted or does not exist."""
         ...
 
     # -- evaluations, bookmarks, configs ---------------------------------------------------

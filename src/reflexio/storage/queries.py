@@ -258,11 +258,15 @@ def where_events(
 
 
 def where_evaluations(d: Dialect, **equal: Any) -> tuple[str, dict[str, Any]]:
-    """The WHERE fragment of ``Storage.list_evaluations``: each given column equals its value,
-    ``created_after`` and ``created_before`` bound ``created_at`` (without the org condition)."""
+    """The WHERE fragment of ``Storage.list_evaluations``: each given column equals its value
+    (is among them, for a list), ``created_after`` and ``created_before`` bound ``created_at``
+    (without the org condition)."""
     w = Where(d)
     w.equal("created_at", equal.pop("created_after", None), ">=")
     w.equal("created_at", equal.pop("created_before", None), "<=")
     for column, value in equal.items():
-        w.equal(column, value)
+        if isinstance(value, list):
+            w.among(column, value)
+        else:
+            w.equal(column, value)
     return w.compiled()

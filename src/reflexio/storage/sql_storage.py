@@ -47,6 +47,7 @@ from reflexio.storage.queries import (
     where_learnings,
     where_requests,
 )
+from reflexio.storage.reflect_tables import ReflectTables
 
 __all__ = ["SqlStorage"]
 
@@ -54,7 +55,7 @@ __all__ = ["SqlStorage"]
 _CHANGE_LOG_KEEP: Final = 200_000
 
 
-class SqlStorage(SqlJobQueue):
+class SqlStorage(ReflectTables, SqlJobQueue):
     """The ``Storage`` protocol over one connector (the job methods come from ``SqlJobQueue``,
     a complete job queue over the same connector).
 
@@ -365,9 +366,12 @@ class SqlStorage(SqlJobQueue):
                 interactions=InteractionFilter(user_id=user_id),
             )
             doomed = self._select(db, org_id, LearningFilter(user_id=user_id))
+            if doomed:
+                ids = db.dialect.bind_list([row.id for row in doomed])
+                db.execute("clear_user_reflection_actions", {"org_id": org_id, "ids": ids})
             self._delete_rows(db, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
-            for table in ("events", "evaluations", "bookmarks"):
+            for table in ("events", "evaluations", "bookmarks", "outcomes"):
                 counts[table] = db.execute(f"clear_user_{table}", who)
             return counts
 

@@ -350,3 +350,67 @@ WHERE org_id = %(org_id)s AND (embed_model <> %(model)s OR embedding IS NULL) LI
 UPDATE learnings SET embedding = %(embedding)s, embed_model = %(embed_model)s,
     text_hash = %(text_hash)s, seq = %(seq)s
 WHERE org_id = %(org_id)s AND id = %(id)s
+
+-- name: insert_outcome
+INSERT INTO session_outcomes (
+    org_id, outcome_id, session_id, user_id, revision, outcome, occurred_at, source, label, value,
+    metadata, created_at
+) VALUES (
+    %(org_id)s, %(outcome_id)s, %(session_id)s, %(user_id)s,
+    (SELECT coalesce(max(revision), 0) + 1 FROM session_outcomes
+     WHERE org_id = %(org_id)s AND session_id = %(session_id)s AND user_id = %(user_id)s),
+    %(outcome)s, %(occurred_at)s, %(source)s, %(label)s, %(value)s, %(metadata)s, %(created_at)s
+)
+RETURNING id, revision
+
+-- name: list_outcomes
+SELECT * FROM session_outcomes o WHERE org_id = %(org_id)s AND ({where})
+ORDER BY occurred_at DESC, id DESC LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: latest_outcome_only
+NOT EXISTS (SELECT 1 FROM session_outcomes n WHERE n.org_id = o.org_id AND n.session_id = o.session_id
+            AND n.user_id = o.user_id AND n.revision > o.revision)
+
+-- name: clear_user_outcomes
+DELETE FROM session_outcomes WHERE org_id = %(org_id)s AND user_id = %(user_id)s
+
+-- name: record_exposure
+INSERT INTO session_exposures (org_id, session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at)
+VALUES (%(org_id)s, %(session_id)s, %(user_id)s, %(kind)s, %(learning_id)s, %(withheld)s, %(holdout_rate)s,
+        %(served_at)s)
+ON CONFLICT DO NOTHING
+
+-- name: learning_exposures
+SELECT session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at FROM session_exposures
+WHERE org_id = %(org_id)s AND kind = %(kind)s AND learning_id = ANY(%(ids)s::text[])
+ORDER BY served_at
+
+-- name: most_exposed
+SELECT kind, learning_id, count(*) AS sessions FROM session_exposures
+WHERE org_id = %(org_id)s AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
+GROUP BY kind, learning_id ORDER BY sessions DESC, max(served_at) DESC LIMIT %(limit)s
+
+-- name: delete_session_evaluations
+DELETE FROM evaluations WHERE org_id = %(org_id)s AND user_id = %(user_id)s AND session_id = %(session_id)s
+    AND kind = ANY(%(kinds)s::text[])
+
+-- name: insert_reflection_action
+INSERT INTO reflection_actions (
+    org_id, learning_id, kind, action, reason, evidence, status_before, status_after,
+    related_learning_id, actor, job_id, created_at
+) VALUES (
+    %(org_id)s, %(learning_id)s, %(kind)s, %(action)s, %(reason)s, %(evidence)s, %(status_before)s,
+    %(status_after)s, %(related_learning_id)s, %(actor)s, %(job_id)s, %(created_at)s
+)
+RETURNING id
+
+-- name: list_reflection_actions
+SELECT * FROM reflection_actions WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
+
+-- name: revert_reflection_action
+UPDATE reflection_actions SET reverted_at = %(reverted_at)s, reverted_by = %(reverted_by)s,
+    revert_note = %(revert_note)s
+WHERE org_id = %(org_id)s AND id = %(id)s AND reverted_at IS NULL
+
+-- name: clear_user_reflection_actions
+DELETE FROM reflection_actions WHERE org_id = %(org_id)s AND learning_id = ANY(%(ids)s::bigint[])

@@ -330,3 +330,65 @@ WHERE org_id = :org_id AND (embed_model <> :model OR embedding IS NULL) LIMIT :l
 UPDATE learnings SET embedding = :embedding, embed_model = :embed_model, embed_dim = :embed_dim,
     text_hash = :text_hash, seq = :seq
 WHERE org_id = :org_id AND id = :id
+
+-- name: insert_outcome
+INSERT INTO session_outcomes (
+    org_id, outcome_id, session_id, user_id, revision, outcome, occurred_at, source, label, value,
+    metadata, created_at
+) VALUES (
+    :org_id, :outcome_id, :session_id, :user_id,
+    (SELECT coalesce(max(revision), 0) + 1 FROM session_outcomes
+     WHERE org_id = :org_id AND session_id = :session_id AND user_id = :user_id),
+    :outcome, :occurred_at, :source, :label, :value, :metadata, :created_at
+)
+RETURNING id, revision
+
+-- name: list_outcomes
+SELECT * FROM session_outcomes o WHERE org_id = :org_id AND ({where})
+ORDER BY occurred_at DESC, id DESC LIMIT :limit OFFSET :offset
+
+-- name: latest_outcome_only
+NOT EXISTS (SELECT 1 FROM session_outcomes n WHERE n.org_id = o.org_id AND n.session_id = o.session_id
+            AND n.user_id = o.user_id AND n.revision > o.revision)
+
+-- name: clear_user_outcomes
+DELETE FROM session_outcomes WHERE org_id = :org_id AND user_id = :user_id
+
+-- name: record_exposure
+INSERT INTO session_exposures (org_id, session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at)
+VALUES (:org_id, :session_id, :user_id, :kind, :learning_id, :withheld, :holdout_rate, :served_at)
+ON CONFLICT DO NOTHING
+
+-- name: learning_exposures
+SELECT session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at FROM session_exposures
+WHERE org_id = :org_id AND kind = :kind AND learning_id IN (SELECT value FROM json_each(:ids))
+ORDER BY served_at
+
+-- name: most_exposed
+SELECT kind, learning_id, count(*) AS sessions FROM session_exposures
+WHERE org_id = :org_id AND (:kind IS NULL OR kind = :kind)
+GROUP BY kind, learning_id ORDER BY sessions DESC, max(served_at) DESC LIMIT :limit
+
+-- name: delete_session_evaluations
+DELETE FROM evaluations WHERE org_id = :org_id AND user_id = :user_id AND session_id = :session_id
+    AND kind IN (SELECT value FROM json_each(:kinds))
+
+-- name: insert_reflection_action
+INSERT INTO reflection_actions (
+    org_id, learning_id, kind, action, reason, evidence, status_before, status_after,
+    related_learning_id, actor, job_id, created_at
+) VALUES (
+    :org_id, :learning_id, :kind, :action, :reason, :evidence, :status_before, :status_after,
+    :related_learning_id, :actor, :job_id, :created_at
+)
+RETURNING id
+
+-- name: list_reflection_actions
+SELECT * FROM reflection_actions WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
+
+-- name: revert_reflection_action
+UPDATE reflection_actions SET reverted_at = :reverted_at, reverted_by = :reverted_by, revert_note = :revert_note
+WHERE org_id = :org_id AND id = :id AND reverted_at IS NULL
+
+-- name: clear_user_reflection_actions
+DELETE FROM reflection_actions WHERE org_id = :org_id AND learning_id IN (SELECT value FROM json_each(:ids))
