@@ -4,7 +4,7 @@ Without an LLM the judgement comes from explicit evidence in the log: user turns
 or re-steer the agent (read with the rule extractor's signal reader), tool calls that failed and
 were never followed by a success, requests for a human, and whether the session ended on a
 correction. The result has the shape of Reflexio's ``AgentSuccessEvaluationResult`` (the wire
-model), stored as a ``session`` evaluation.
+model); ``service.judgement`` stores it as a ``session`` evaluation.
 """
 
 from __future__ import annotations
@@ -15,18 +15,16 @@ import re
 
 from reflexio import ranking
 from reflexio.errors import ReflexioError
-from reflexio.filters import InteractionFilter, RequestFilter
 from reflexio.learn.llm_extract import judge_session
 from reflexio.learn.rules.evidence import failed
 from reflexio.learn.rules.signals import Reading, read_message
 from reflexio.llm import LLM
 from reflexio.models.org_config import Config
-from reflexio.records import EvaluationRecord, InteractionRecord
-from reflexio.storage import Storage
+from reflexio.records import InteractionRecord
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ESCALATION", "evaluate_session", "is_reaction", "judge_turns"]
+__all__ = ["ESCALATION", "is_reaction", "judge_turns", "judged", "sampled"]
 
 #: A user asking for a person (an escalation request).
 ESCALATION = re.compile(
@@ -90,7 +88,8 @@ def sampled(org_id: str, user_id: str, session_id: str, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
-def _judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | None) -> dict[str, object]:
+def judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | None) -> dict[str, object]:
+    """The session verdict: the LLM's when one is given (and answers), the evidence rules' otherwise."""
     if llm is None or config is None or not turns:
         return judge_turns(turns)
     try:
@@ -136,34 +135,3 @@ def _failure(
     if ended_corrected:
         return "wrong_answer", f"the session ended on a user correction ({corrections} in total)"
     return None, None
-
-
-def evaluate_session(
-    storage: Storage,
-    org_id: str,
-    user_id: str,
-    session_id: str,
-    *,
-    llm: LLM | None = None,
-    config: Config | None = None,
-) -> EvaluationRecord:
-    """Judge a session from its stored turns; the caller stores the record in its transaction.
-
-    With an LLM the judge prompt decides (against the org's success definition); without one,
-    or when the LLM fails, the evidence rules above do.
-    """
-    turns = storage.list_interactions(org_id, InteractionFilter(user_id=user_id, session_id=session_id))
-    requests = storage.list_requests(org_id, RequestFilter(session_id=session_id, user_id=user_id), limit=1)
-    agent_version = requests[0].agent_version if requests else ""
-    success = config.agent_success_config if config else None
-    use_llm = success is not None and sampled(org_id, user_id, session_id, success.sampling_rate)
-    result = _judged(turns, llm if use_llm else None, config)
-    result.update({"user_id": user_id, "session_id": session_id, "agent_version": agent_version})
-    return EvaluationRecord(
-        org_id=org_id,
-        kind="session",
-        user_id=user_id,
-        session_id=session_id,
-        agent_version=agent_version,
-        result=result,
-    )

@@ -30,7 +30,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import views
+from reflexio.service import exposure, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -270,7 +270,16 @@ def unified_filters(
 
 
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
-    """Unified search: the few learnings that matter for this query, per kind, scored."""
+    """Unified search: the few learnings that matter for this query, per kind, scored.
+
+    A user in the holdout arm of a running retrieval experiment gets nothing; otherwise the
+    per-learning holdout may withhold some learnings from this session (``service.exposure``),
+    and every learning served or withheld is recorded for the session.
+    """
+    config = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE)
+    experiment = exposure.assignment(config, req.user_id, required=True)
+    if experiment is not None and experiment.arm == "holdout":
+        return UnifiedSearchViewResponse(success=True, degraded=False, experiment=experiment)
     named = unified_filters(
         req, int(now()), _served_approvals(core, org_id, req.agent_playbook_status_filter)
     )
@@ -278,21 +287,27 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
     if req.session_id and not req.include_already_served:
         exclude = frozenset(core.storage.list_exposures(org_id, req.session_id))
     query = _reformulated(core, org_id, req) if req.enable_reformulation else req.query
+    holdout = exposure.Holdout.of(org_id, config, req.session_id, req.user_id)
+    top_k = req.top_k or 5
     plan = Plan(
         text=query,
         filters=tuple(f for _, f in named),
-        top_k=req.top_k or 5,
+        top_k=top_k + (exposure.SPARE if holdout.active else 0),
         threshold=_threshold(core, org_id, req.threshold),
         mode=SearchMode(req.search_mode),
         exclude=exclude,
-        max_tokens=req.max_tokens,
+        max_tokens=None if holdout.active else req.max_tokens,
     )
     ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
+    ranked.hits = [holdout.serve(hits, top_k) for hits in ranked.hits]
+    if holdout.active and req.max_tokens is not None:
+        ranked.hits = _pack(ranked.hits, req.max_tokens)
     out = UnifiedSearchViewResponse(
         success=True,
         degraded=ranked.degraded,
         search_mode_effective=ranked.mode_effective.value,
         reformulated_query=query if query != req.query else None,
+        experiment=experiment,
     )
     for (entity, _), hits in zip(named, ranked.hits, strict=True):
         if entity == "profiles":
@@ -302,8 +317,7 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
         else:
             out.agent_playbooks = [views.agent_playbook_view(row, s) for row, s in hits]
     if req.session_id:
-        served = [(row.kind.value, row.wire_id) for hits in ranked.hits for row, _ in hits]
-        core.storage.add_exposures(org_id, req.session_id, served)
+        core.storage.record_exposures(holdout.decisions)
     return out
 
 
