@@ -381,9 +381,11 @@ class SdkReflexio:
 
     def finish_session(self, *, user_id: str, session_id: str, last_request_id: str | None) -> None:
         self.client.finalize_session(user_id=user_id, session_id=session_id)
+        _wait_jobs(self.client, EVALUATION_TASK)
         if last_request_id:
             _wait_done(self.client, last_request_id)
         _wait_jobs(self.client, AGGREGATION_TASK)
+        _wait_jobs(self.client, REVISION_TASK)
 
     def llm_usage(self) -> tuple[int, int]:
         return self._usage() if self._usage else (0, 0)
@@ -455,6 +457,10 @@ DEFAULT_MIN_USERS = 2
 
 #: The job task that turns user playbooks into agent playbooks (service.aggregation).
 AGGREGATION_TASK = "aggregate"
+#: The session-idle job that judges a finished session and reflects on its learnings.
+EVALUATION_TASK = "evaluate_session"
+#: The job that asks a model for a revision of a hurting agent playbook.
+REVISION_TASK = "propose_revision"
 
 
 def _wait_jobs(client: Any, task: str, timeout: float = 120.0) -> None:

@@ -11,6 +11,8 @@ from fastapi import FastAPI
 
 from reflexio.api import errors
 from reflexio.api.routes import (
+    evaluation,
+    experiments,
     generation,
     interactions,
     jobs,
@@ -57,6 +59,8 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         users,
         jobs,
         generation,
+        evaluation,
+        experiments,
     ):
         app.include_router(module.router)
     return app

@@ -20,7 +20,7 @@ from reflexio.errors import NotFoundError
 from reflexio.filters import LearningFilter
 from reflexio.learn.review import Action, IllegalTransition, ReviewState, approval_of, state_of, step
 from reflexio.models import PlaybookStatus
-from reflexio.records import Audit, Learning, LearningKind
+from reflexio.records import Audit, Learning, LearningKind, LearningStatus
 from reflexio.service.core import Core
 from reflexio.storage import Storage
 
@@ -98,7 +98,10 @@ def review(
         if action is Action.DELETE:
             changed = tx.delete_learnings(org_id, where, audit)
         else:
-            changed = len(tx.update_learnings(org_id, where, {"approval": approval_of(done.after)}, audit))
+            changes: dict[str, Any] = {"approval": approval_of(done.after)}
+            if done.before is ReviewState.SUSPENDED:  # a decision on a suspension ends it
+                changes["status"] = LearningStatus.CURRENT
+            changed = len(tx.update_learnings(org_id, where, changes, audit))
     if not changed:  # another reviewer changed the row between our read and our write
         _, now_state = current_state(core.storage, org_id, playbook_id)
         reason = f"it is {now_state.value} now (someone else changed it first)"
