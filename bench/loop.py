@@ -70,7 +70,7 @@ class Reflexio(Protocol):
         self, *, user_id: str, session_id: str, agent_version: str, source: str, turns: list[dict[str, Any]]
     ) -> str: ...
     def finish_session(self, *, user_id: str, session_id: str, last_request_id: str | None) -> None: ...
-    def llm_usage(self) -> tuple[int, int]: ...
+    def llm_usage(self) -> dict[str, int]: ...
     def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None: ...
     def report_outcome(self, *, user_id: str, session_id: str, outcome: str) -> str | None: ...
     def set_min_users(self, min_users: int) -> None: ...
@@ -102,6 +102,9 @@ class Tally:
     outcomes_reported: int = 0
     outcomes_not_reported: int = 0
     harm_served_after: int = 0  # the maximum over harms keys (see Player.harm_sessions)
+    judge_calls: int = 0
+    judged_sessions: int = 0
+    learning_judge_calls: int = 0
 
     def add(self, other: Tally) -> None:
         for name in self.__dataclass_fields__:
@@ -133,6 +136,20 @@ class Tally:
             "failed_sessions": self.failed_sessions,
             "outcomes_reported": self.outcomes_reported,
             "outcomes_not_reported": self.outcomes_not_reported,
+            **self.judge_metrics(),
+        }
+
+    def judge_metrics(self) -> dict[str, float | int | None]:
+        """LLM judge cost: calls per LLM-judged session, against the budget of 2 per session
+        plus 1 per 25 injected learnings (``retrieved`` is what was injected)."""
+        budget = 2 * self.judged_sessions + self.retrieved / 25
+        return {
+            "judge_calls": self.judge_calls,
+            "judged_sessions": self.judged_sessions,
+            "learning_judge_calls": self.learning_judge_calls,
+            "judge_calls_per_judged_session": _ratio(self.judge_calls, self.judged_sessions),
+            "learning_judge_calls_per_injected_learning": _ratio(self.learning_judge_calls, self.retrieved),
+            "judge_call_budget": round(budget, 2) if self.judged_sessions else None,
         }
 
 
@@ -387,8 +404,19 @@ class SdkReflexio:
         _wait_jobs(self.client, AGGREGATION_TASK)
         _wait_jobs(self.client, REVISION_TASK)
 
-    def llm_usage(self) -> tuple[int, int]:
-        return self._usage() if self._usage else (0, 0)
+    def llm_usage(self) -> dict[str, int]:
+        return dict(self._usage()) if self._usage else {}
+
+    def configure(self, *, holdout_rate: float | None, judge_sampling: float | None) -> None:
+        """Set the org's holdout rate and LLM judge sampling rate, when asked."""
+        update: dict[str, Any] = {}
+        if holdout_rate is not None:
+            update["holdout_rate"] = holdout_rate
+        if judge_sampling is not None:
+            success = self.client.get_config().model_dump(mode="json").get("agent_success_config") or {}
+            update["agent_success_config"] = {**success, "sampling_rate": judge_sampling}
+        if update:
+            self.client.update_config(update)
 
     def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None:
         """Add a ``seed`` learning through the public API, as a team or an old system would."""
@@ -506,7 +534,11 @@ def run(scenarios: Sequence[dict[str, Any]], api_for: Any, *, trace: bool = Fals
         player = Player(api, scenario, namespace=f"{run_id}:{scenario['name']}:")
         tally = player.play()
         after = api.llm_usage()
-        tally.llm_calls, tally.llm_tokens = after[0] - before[0], after[1] - before[1]
+        spent = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        tally.llm_calls, tally.llm_tokens = spent.get("calls", 0), spent.get("tokens", 0)
+        tally.judge_calls = spent.get("judge_calls", 0)
+        tally.judged_sessions = spent.get("judged_sessions", 0)
+        tally.learning_judge_calls = spent.get("learning_judge_calls", 0)
         per[scenario["name"]] = tally.metrics()
         per[scenario["name"]]["harm_served_after_by_key"] = dict(player.harm_sessions)
         if player.outcome_problem:
@@ -522,11 +554,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     scenarios = load_scenarios(Path(args.scenarios))
     started = time.perf_counter()
+
+    def configured(api: SdkReflexio) -> SdkReflexio:
+        api.configure(holdout_rate=args.holdout_rate, judge_sampling=args.judge_sampling)
+        return api
+
     if args.url:
-        results = run(scenarios, lambda name: SdkReflexio(args.url, args.api_key), trace=args.trace)
+        results = run(
+            scenarios, lambda name: configured(SdkReflexio(args.url, args.api_key)), trace=args.trace
+        )
     else:
         with _local_server(args.extractor) as (url, usage_of):
-            results = run(scenarios, lambda name: SdkReflexio(url, "", usage_of), trace=args.trace)
+            results = run(
+                scenarios, lambda name: configured(SdkReflexio(url, "", usage_of)), trace=args.trace
+            )
     results["meta"] = _meta(args, time.perf_counter() - started)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
@@ -544,6 +585,21 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--trace", action="store_true", help="record every turn (what was served) in the JSON"
     )
+    parser.add_argument(
+        "--holdout-rate",
+        type=float,
+        default=0.0,
+        help="the org's per-learning holdout rate (default 0: the loop measures learning and "
+        "reflection with every eligible learning served; pass the product default, 0.05, to see "
+        "what the holdout costs)",
+    )
+    parser.add_argument(
+        "--judge-sampling",
+        type=float,
+        default=None,
+        help="share of sessions the LLM judges (agent_success_config.sampling_rate; default: the "
+        "org's, 0.05); 1.0 measures the judges' cost on every session",
+    )
     return parser.parse_args(argv)
 
 
@@ -559,6 +615,8 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
     )
     return {
         "extractor": args.extractor if not args.url else f"server at {args.url}",
+        "holdout_rate": args.holdout_rate,
+        "judge_sampling": args.judge_sampling,
         "scenarios": str(args.scenarios),
         "seconds": round(seconds, 2),
         "commit": commit.stdout.strip() or None,
@@ -579,6 +637,7 @@ def _print(results: dict[str, Any]) -> None:
         "harm_served_after",
         "false_retirements",
         "llm_calls_per_interaction",
+        "judge_calls_per_judged_session",
     ]
     rows = [("overall", results["overall"]), *results["scenarios"].items()]
     width = max(len(name) for name, _ in rows)

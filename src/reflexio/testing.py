@@ -30,7 +30,7 @@ from reflexio.learn.llm_extract import is_agent, is_user
 from reflexio.learn.shadow import offline_answer
 from reflexio.llm import LLMCall, LLMResult, Usage
 
-__all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_script"]
+__all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_learning_verdicts", "rules_script"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -229,7 +229,7 @@ def rules_script() -> ScriptedLLM:
     script.on("evaluate_session", lambda inputs: _evaluate(inputs["turns"]))
     script.on("rewrite_query", lambda inputs: {"query": inputs["query"]})
     script.on("aggregate", _aggregate)
-    script.on("judge_learnings", _judge_learnings)
+    script.on("judge_learnings", rules_learning_verdicts)
     script.on("compare_shadow", lambda inputs: offline_answer(inputs["all_turns"], inputs["indexes"]))
     script.on(
         "revise_learning", {"trigger": None, "content": None, "rationale": "rules cannot rewrite a rule"}
@@ -237,7 +237,7 @@ def rules_script() -> ScriptedLLM:
     return script
 
 
-def _judge_learnings(inputs: Mapping[str, Any]) -> dict[str, Any]:
+def rules_learning_verdicts(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The offline judge's verdicts in the model's answer shape."""
     verdicts = judge_offline(inputs["turns"], inputs["found"], inputs["success"], inputs["injections"])
     return {
