@@ -21,6 +21,7 @@ from reflexio.cli import (
     admin,
     data,
     doctor,
+    evaluation,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     learnings,
     services,
@@ -73,6 +74,7 @@ app.add_typer(learnings.agent_playbooks, name="agent-playbooks")
 app.add_typer(admin.config, name="config")
 app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
+app.add_typer(evaluation.app, name="eval")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
 

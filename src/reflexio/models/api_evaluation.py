@@ -245,7 +245,7 @@ class HeroBucket(BaseModel):
 
     ts: int
     regular_rate: float
-    shadow_rate: float | None
+    shadow_rate: float | None = None
     regular_n: int
     shadow_n: int
     avg_corrections: float = 0.0
@@ -257,9 +257,9 @@ class HeroBlock(BaseModel):
 
     state: Literal["full", "early", "shadow_off", "empty"]
     regular_success_rate_pp: float
-    shadow_success_rate_pp: float | None
-    delta_pp: float | None
-    buckets: list[HeroBucket]
+    shadow_success_rate_pp: float | None = None
+    delta_pp: float | None = None
+    buckets: list[HeroBucket] = Field(default_factory=list)
 
 
 class NumberWithDelta(BaseModel):
@@ -356,7 +356,7 @@ class SourceSetRow(BaseModel):
     label: str
     sources: list[str]
     sessions: int
-    success_rate: float | None
+    success_rate: float | None = None
 
 
 class GetEvaluationOverviewResponse(BaseModel):
