@@ -31,7 +31,7 @@ def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], dict[str, i
     """Yield (base URL, usage()) where usage() counts LLM calls, tokens and judge calls so far.
 
     Judge calls are counted on the scripted model itself (calls per prompt): ``judged_sessions``
-    is the number of sessions the LLM judged (one ``evaluate_session`` call each).
+    is the number of distinct sessions any judge prompt was called for.
     """
     with tempfile.TemporaryDirectory(prefix="reflexio-loop-") as tmp:
         home = Path(tmp)
@@ -54,7 +54,14 @@ def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], dict[str, i
             if script is not None:
                 judges = [*SESSION_JUDGES, LEARNING_JUDGE]
                 out["judge_calls"] = sum(len(script.calls_to(p)) for p in judges)
-                out["judged_sessions"] = len(script.calls_to("evaluate_session"))
+                out["judged_sessions"] = len(
+                    {
+                        (t.user_id, t.session_id)
+                        for p in judges
+                        for c in script.calls_to(p)
+                        for t in (c.inputs.get("turns") or c.inputs.get("all_turns") or ())[:1]
+                    }
+                )
                 out["learning_judge_calls"] = len(script.calls_to(LEARNING_JUDGE))
             return out
 

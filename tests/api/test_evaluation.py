@@ -147,6 +147,10 @@ def test_a_learning_that_keeps_hurting_is_retired_with_its_evidence_and_can_be_r
     (record,) = impact["impacts"]
     assert (record["hurt"], record["helped"], record["sessions_served"]) == (3, 0, 3)
     assert record["help_rate"]["high"] < 0.6
+    listed = ok(client.post("/api/get_agent_playbooks", json={"status_filter": ["retired"]}))
+    assert [p["impact"]["hurt"] for p in listed["agent_playbooks"]] == [3]
+    export = ok(client.get("/api/export_user_data", params={"user_id": "d0"}))
+    assert [o["outcome"] for o in export["session_outcomes"]] == ["failure"]
     reverted = ok(
         client.post(
             "/api/revert_reflection_action", json={"action_id": action["action_id"], "note": "policy is back"}

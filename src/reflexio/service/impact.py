@@ -12,14 +12,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from reflexio.learn.reflect import ExposureRow, Impact, summarize
 from reflexio.learn.stats import Estimate
-from reflexio.models import EffectInterval, LearningImpactView
+from reflexio.models import (
+    AgentPlaybookView,
+    EffectInterval,
+    LearningImpactView,
+    ProfileView,
+    UserPlaybookView,
+)
 from reflexio.records import Learning
 from reflexio.storage import Storage
 
-__all__ = ["Ref", "impact_rows", "impacts", "view"]
+__all__ = ["Ref", "impact_rows", "impacts", "ref_of", "view", "with_impacts"]
+
+V = TypeVar("V", ProfileView, UserPlaybookView, AgentPlaybookView)
 
 #: A learning as the wire names it: (kind, wire id).
 Ref = tuple[str, str]
@@ -136,3 +145,22 @@ def view(ref: Ref, impact: Impact, last_served_at: float | None = None) -> Learn
 def ref_of(row: Learning) -> Ref:
     """The wire ref of a stored learning."""
     return (row.kind.value, row.wire_id)
+
+
+def with_impacts(storage: Storage, org_id: str, items: list[V]) -> list[V]:
+    """Learning views with their ``impact`` filled in (one batch of queries for the list)."""
+    refs = [_view_ref(item) for item in items]
+    if not refs:
+        return items
+    scores = impacts(storage, org_id, refs)
+    return [
+        item.model_copy(update={"impact": scores.get(ref)}) for item, ref in zip(items, refs, strict=True)
+    ]
+
+
+def _view_ref(item: ProfileView | UserPlaybookView | AgentPlaybookView) -> Ref:
+    if isinstance(item, ProfileView):
+        return ("profile", item.profile_id)
+    if isinstance(item, UserPlaybookView):
+        return ("user_playbook", str(item.user_playbook_id))
+    return ("agent_playbook", str(item.agent_playbook_id))

@@ -9,9 +9,10 @@ steps inside an HTTP request.
 What decides each verdict:
 
 * **Session.** A reported outcome (``POST /api/session_outcome``) outranks any judge: its
-  success or failure is the session's, and the judge's own opinion is kept beside it. Without
-  one, the org's LLM judges the share of sessions ``agent_success_config.sampling_rate``
-  picks (hashed, as Reflexio), and the offline judge the others. No ``agent_success_config``
+  success or failure is the session's, and the offline judge's opinion (corrections,
+  escalation) is kept beside it; no model is paid to second-guess it. Without one, the org's
+  LLM judges the share of sessions ``agent_success_config.sampling_rate`` picks (hashed, as
+  Reflexio), and the offline judge the others. No ``agent_success_config``
   means evaluation is off for the org: nothing is judged.
 * **Injected learnings.** The LLM judge for the share ``retrieved_learning_sampling_rate``
   picks (it inherits ``sampling_rate`` when unset), the offline judge otherwise.
@@ -215,16 +216,18 @@ def judge(
     raw = org_llm(core, config)
     llm = metered(raw, storage, org_id, job_id) if raw is not None else None
     rl_rate = success.retrieved_learning_sampling_rate
-    session_llm = llm if (force_llm or _picked(org_id, user_id, session_id, success.sampling_rate)) else None
+    picked_llm = llm if (force_llm or _picked(org_id, user_id, session_id, success.sampling_rate)) else None
     rl_picked = _picked(
         org_id, user_id, session_id, rl_rate if rl_rate is not None else success.sampling_rate
     )
     rl_llm = llm if (force_llm or rl_picked) else None
     outcome = _latest_outcome(storage, org_id, user_id, session_id)
-    result = _session_result(turns, session_llm, config, outcome)
+    # A reported outcome already decides success: the model is not paid to second-guess it
+    # (the evidence rules still count corrections and escalations).
+    result = _session_result(turns, None if outcome is not None else picked_llm, config, outcome)
     found = learnings_of(storage, org_id, [(i.kind, i.learning_id) for i in _safe_injections(turns)])
     verdicts, status = _learning_verdicts(turns, found, rl_llm, config, result)
-    shadows = _shadow_verdicts(turns, session_llm, config)
+    shadows = _shadow_verdicts(turns, picked_llm, config)
     result["regular_vs_shadow"] = _regular_vs_shadow(shadows)
     result.update(
         {"user_id": user_id, "session_id": session_id, "agent_version": agent_version, "source": source}
