@@ -280,6 +280,115 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, str, dict[str, str]
         None,
         {"session_id": "s1"},
     ),
+    (
+        "mark_session_outcome",
+        (),
+        {"session_id": "s1", "outcome": "failure", "occurred_at": NOW, "label": "ticket_reopened"},
+        "POST",
+        "/api/session_outcome",
+        None,
+        {"session_id": "s1", "outcome": "failure", "occurred_at": NOW, "label": "ticket_reopened"},
+    ),
+    (
+        "get_session_outcomes",
+        (),
+        {"session_ids": ["s1"], "include_history": True},
+        "POST",
+        "/api/get_session_outcomes",
+        None,
+        {"session_ids": ["s1"], "include_history": True},
+    ),
+    (
+        "grade_on_demand",
+        (),
+        {"session_id": "s1", "agent_version": "v1"},
+        "POST",
+        "/api/evaluations/grade_on_demand",
+        None,
+        {"session_id": "s1", "agent_version": "v1"},
+    ),
+    (
+        "list_shadow_comparisons",
+        (5,),
+        {},
+        "GET",
+        "/api/evaluations/shadow_comparisons/recent",
+        {"limit": "5"},
+        None,
+    ),
+    (
+        "get_evaluation_overview",
+        (),
+        {"from_ts": 0, "to_ts": NOW, "bucket": "day"},
+        "POST",
+        "/api/get_evaluation_overview",
+        None,
+        {"from_ts": 0, "to_ts": NOW, "bucket": "day"},
+    ),
+    (
+        "get_playbook_application_stats",
+        (7,),
+        {},
+        "POST",
+        "/api/get_playbook_application_stats",
+        None,
+        {"days_back": 7},
+    ),
+    (
+        "get_learning_impact",
+        ("agent_playbook", ["3"]),
+        {},
+        "POST",
+        "/api/get_learning_impact",
+        None,
+        {"kind": "agent_playbook", "learning_ids": ["3"]},
+    ),
+    (
+        "get_reflection_actions",
+        ("agent_playbook", "3"),
+        {"include_reverted": False},
+        "POST",
+        "/api/get_reflection_actions",
+        None,
+        {"kind": "agent_playbook", "learning_id": "3", "include_reverted": False},
+    ),
+    (
+        "revert_reflection_action",
+        (9,),
+        {"note": "back"},
+        "POST",
+        "/api/revert_reflection_action",
+        None,
+        {"action_id": 9, "note": "back"},
+    ),
+    ("list_retrieval_experiments", (), {}, "GET", "/api/retrieval_experiments", None, None),
+    (
+        "start_retrieval_experiment",
+        ("e/1", 10),
+        {},
+        "POST",
+        "/api/retrieval_experiments",
+        None,
+        {"experiment_id": "e/1", "holdout_percentage": 10.0},
+    ),
+    (
+        "stop_retrieval_experiment",
+        ("e/1",),
+        {},
+        "POST",
+        "/api/retrieval_experiments/stop",
+        None,
+        {"experiment_id": "e/1"},
+    ),
+    (
+        "get_retrieval_experiment_results",
+        ("e/1",),
+        {},
+        "GET",
+        "/api/retrieval_experiments/e/1/results",
+        None,
+        None,
+    ),
 ]
 
 
@@ -600,3 +709,10 @@ def test_search_profiles_is_a_deprecated_alias() -> None:
         server.client().search_profiles(user_id="u1", query="q")
     assert any(issubclass(warning.category, DeprecationWarning) for warning in caught)
     assert server.last.url.path == "/api/search_profiles"
+
+
+def test_an_experiment_id_is_one_path_segment() -> None:
+    server = FakeServer()
+    with server.client() as client:
+        client.get_retrieval_experiment_results("e/1")
+    assert server.last.url.raw_path == b"/api/retrieval_experiments/e%2F1/results"

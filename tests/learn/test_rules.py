@@ -250,7 +250,8 @@ def test_failed_tool_call_fixed_by_other_arguments() -> None:
     assert p.track == "tool_failure"
     assert p.content.startswith("Call hotels.search with checkin=2025-06-12, not checkin=12/06")
     assert "YYYY-MM-DD" in p.content
-    assert p.blocking_issue is not None and p.blocking_issue["kind"] == "tool_failure"
+    assert p.blocking_issue is not None and p.blocking_issue["kind"] == "external_dependency"
+    assert p.blocking_issue["tool"] == "hotels.search"
     assert p.trigger == "When the user asks to find them a hotel in Lisbon from June 12"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Literal
+from urllib.parse import quote
 
 from reflexio.client._transport import Call, Plan, build, dump, parse_as, single
 from reflexio.models import (
@@ -240,11 +241,14 @@ def stop_retrieval_experiment(experiment_id: str) -> Plan[RetrievalExperimentLis
 
 
 def get_retrieval_experiment_results(experiment_id: str) -> Plan[RetrievalExperimentResultsResponse]:
-    """Per-arm metrics and the lift with a 95 % interval clustered by user."""
+    """Per-arm metrics and the lift with a 95 % interval clustered by user.
+
+    The id is percent-encoded into the path (an id may hold ``/`` or ``?``).
+    """
     return single(
         Call(
             "GET",
-            f"/api/retrieval_experiments/{experiment_id}/results",
+            f"/api/retrieval_experiments/{quote(experiment_id, safe='')}/results",
             parse_as(RetrievalExperimentResultsResponse),
         )
     )

@@ -13,10 +13,10 @@ import json
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from reflexio.models.entities import EffectInterval, LearningImpactView
-from reflexio.models.fields import CapturesUnknownFields, NonEmptyStr, SessionOutcomeSource
+from reflexio.models.fields import CapturesUnknownFields, NonEmptyStr, SessionOutcomeSource, WireModel
 from reflexio.models.org_config import RetrievalExperimentRecord
 
 __all__ = [
@@ -118,7 +118,7 @@ class SetSessionOutcomeRequest(CapturesUnknownFields):
         return value
 
 
-class SetSessionOutcomeResponse(BaseModel):
+class SetSessionOutcomeResponse(WireModel):
     """The recorded revision (``outcome_revision`` counts from 1 per session)."""
 
     success: bool
@@ -133,7 +133,7 @@ class SetSessionOutcomeResponse(BaseModel):
     finalized_trajectory_digest: str | None = None
 
 
-class SessionOutcomeRecord(BaseModel):
+class SessionOutcomeRecord(WireModel):
     """One revision of a session's outcome; ``superseded`` marks revisions a later one replaced."""
 
     outcome_id: str | None = None
@@ -175,7 +175,7 @@ class GetSessionOutcomesRequest(CapturesUnknownFields):
         return self
 
 
-class GetSessionOutcomesResponse(BaseModel):
+class GetSessionOutcomesResponse(WireModel):
     """The latest outcome of each matching session (every revision with ``include_history``)."""
 
     success: bool
@@ -186,7 +186,7 @@ class GetSessionOutcomesResponse(BaseModel):
 # -- shadow comparisons --------------------------------------------------------------------------
 
 
-class ShadowComparisonOutput(BaseModel):
+class ShadowComparisonOutput(WireModel):
     """A judge's verdict on one turn: which request (shown blind) is better."""
 
     better_request: Literal["1", "2", "tie"]
@@ -194,7 +194,7 @@ class ShadowComparisonOutput(BaseModel):
     comparison_reason: str | None = None
 
 
-class ShadowComparisonVerdict(BaseModel):
+class ShadowComparisonVerdict(WireModel):
     """One turn's stored comparison; ``reflexio_is_request_1`` unscrambles the positions."""
 
     verdict_id: int
@@ -208,7 +208,7 @@ class ShadowComparisonVerdict(BaseModel):
     winner: Literal["regular", "shadow", "tie"] = "tie"  # addition: the side the verdict favours
 
 
-class GetRecentShadowComparisonsResponse(BaseModel):
+class GetRecentShadowComparisonsResponse(WireModel):
     """Recent verdicts, newest first (``limit`` 10 by default, at most 100)."""
 
     verdicts: list[ShadowComparisonVerdict] = Field(default_factory=list)
@@ -217,14 +217,14 @@ class GetRecentShadowComparisonsResponse(BaseModel):
 # -- overview ------------------------------------------------------------------------------------
 
 
-class SourceSet(BaseModel):
+class SourceSet(WireModel):
     """A labelled group of publish sources compared in the overview."""
 
     label: NonEmptyStr = Field(max_length=128)
     sources: list[NonEmptyStr] = Field(min_length=1, max_length=50)
 
 
-class GetEvaluationOverviewRequest(BaseModel):
+class GetEvaluationOverviewRequest(WireModel):
     """The evaluation page in one round trip, for sessions judged in [from_ts, to_ts]."""
 
     from_ts: int = Field(ge=0)
@@ -240,7 +240,7 @@ class GetEvaluationOverviewRequest(BaseModel):
         return self
 
 
-class HeroBucket(BaseModel):
+class HeroBucket(WireModel):
     """One point of the trend: success rates regular vs shadow, corrections, escalations."""
 
     ts: int
@@ -252,7 +252,7 @@ class HeroBucket(BaseModel):
     escalation_rate: float = 0.0
 
 
-class HeroBlock(BaseModel):
+class HeroBlock(WireModel):
     """The headline: success rate, with and without Reflexio (shadow), and its trend."""
 
     state: Literal["full", "early", "shadow_off", "empty"]
@@ -262,21 +262,21 @@ class HeroBlock(BaseModel):
     buckets: list[HeroBucket] = Field(default_factory=list)
 
 
-class NumberWithDelta(BaseModel):
+class NumberWithDelta(WireModel):
     """A count this window and its change against the previous window of the same length."""
 
     current: float
     delta: float
 
 
-class PercentWithDelta(BaseModel):
+class PercentWithDelta(WireModel):
     """A percentage this window and its change in percentage points."""
 
     current: float
     delta_pp: float
 
 
-class ContextTile(BaseModel):
+class ContextTile(WireModel):
     """The mini tiles: success, behaviour success (without system errors), corrections, turns,
     escalation."""
 
@@ -287,7 +287,7 @@ class ContextTile(BaseModel):
     escalation: PercentWithDelta
 
 
-class RuleAttributionRow(BaseModel):
+class RuleAttributionRow(WireModel):
     """A rule the agent cited: sessions with it that succeeded and failed."""
 
     rule_id: str
@@ -299,7 +299,7 @@ class RuleAttributionRow(BaseModel):
     cited_session_ids: list[str] = Field(default_factory=list)
 
 
-class ScoreDistribution(BaseModel):
+class ScoreDistribution(WireModel):
     """Corrections per session: this window and the previous one."""
 
     current_bins: list[int]
@@ -307,7 +307,7 @@ class ScoreDistribution(BaseModel):
     labels: list[str]
 
 
-class ShadowWinRateTrendPoint(BaseModel):
+class ShadowWinRateTrendPoint(WireModel):
     """Shadow verdicts of one UTC day: Reflexio's wins, losses and ties."""
 
     date: str
@@ -317,7 +317,7 @@ class ShadowWinRateTrendPoint(BaseModel):
     ties: int = Field(ge=0)
 
 
-class ShadowWinRateTrendWindowTotal(BaseModel):
+class ShadowWinRateTrendWindowTotal(WireModel):
     """Every shadow verdict of the window."""
 
     n: int = Field(default=0, ge=0)
@@ -328,7 +328,7 @@ class ShadowWinRateTrendWindowTotal(BaseModel):
     net_win: float = Field(default=0.0, ge=-1.0, le=1.0)
 
 
-class ShadowWinRateTrend(BaseModel):
+class ShadowWinRateTrend(WireModel):
     """Daily shadow win rates under the org's pinned judge prompt version."""
 
     daily: list[ShadowWinRateTrendPoint] = Field(default_factory=list)
@@ -336,7 +336,7 @@ class ShadowWinRateTrend(BaseModel):
     judge_prompt_version: str = "v1.0.0"
 
 
-class RecentResult(BaseModel):
+class RecentResult(WireModel):
     """One recently judged session."""
 
     session_id: str
@@ -350,7 +350,7 @@ class RecentResult(BaseModel):
     created_at: int
 
 
-class SourceSetRow(BaseModel):
+class SourceSetRow(WireModel):
     """The success rate of one labelled group of sources."""
 
     label: str
@@ -359,7 +359,7 @@ class SourceSetRow(BaseModel):
     success_rate: float | None = None
 
 
-class GetEvaluationOverviewResponse(BaseModel):
+class GetEvaluationOverviewResponse(WireModel):
     """Everything the evaluation page shows (the page renders, it never computes)."""
 
     hero: HeroBlock
@@ -375,7 +375,7 @@ class GetEvaluationOverviewResponse(BaseModel):
 # -- grading on demand ---------------------------------------------------------------------------
 
 
-class GradeOnDemandRequest(BaseModel):
+class GradeOnDemandRequest(WireModel):
     """Judge one session now (again), whatever its sampling said."""
 
     session_id: NonEmptyStr = Field(max_length=255)
@@ -383,7 +383,7 @@ class GradeOnDemandRequest(BaseModel):
     evaluation_name: str | None = None
 
 
-class GradeOnDemandResponse(BaseModel):
+class GradeOnDemandResponse(WireModel):
     """Where the verdict is; ``cached`` when the session was graded less than 24 h ago."""
 
     session_id: str
@@ -396,7 +396,7 @@ class GradeOnDemandResponse(BaseModel):
 # -- learning impact -----------------------------------------------------------------------------
 
 
-class GetLearningImpactRequest(BaseModel):
+class GetLearningImpactRequest(WireModel):
     """Impact of learnings by (kind, id); all kinds' most served when no id is given."""
 
     kind: Literal["profile", "user_playbook", "agent_playbook"] | None = None
@@ -404,7 +404,7 @@ class GetLearningImpactRequest(BaseModel):
     limit: int = Field(default=100, ge=1, le=1000)
 
 
-class GetLearningImpactResponse(BaseModel):
+class GetLearningImpactResponse(WireModel):
     """Impact per learning."""
 
     success: bool = True
@@ -412,7 +412,7 @@ class GetLearningImpactResponse(BaseModel):
     msg: str | None = None
 
 
-class PlaybookApplicationStat(BaseModel):
+class PlaybookApplicationStat(WireModel):
     """How often a learning was applied (cited) and, our addition, how it fared."""
 
     real_id: str
@@ -424,13 +424,13 @@ class PlaybookApplicationStat(BaseModel):
     impact: LearningImpactView | None = None  # addition
 
 
-class GetPlaybookApplicationStatsRequest(BaseModel):
+class GetPlaybookApplicationStatsRequest(WireModel):
     """Look-back window in days."""
 
     days_back: int = Field(default=30, gt=0, le=3650)
 
 
-class GetPlaybookApplicationStatsResponse(BaseModel):
+class GetPlaybookApplicationStatsResponse(WireModel):
     """One row per learning cited or injected in the window, most applied first."""
 
     success: bool
@@ -441,7 +441,7 @@ class GetPlaybookApplicationStatsResponse(BaseModel):
 # -- reflection actions --------------------------------------------------------------------------
 
 
-class ReflectionActionView(BaseModel):
+class ReflectionActionView(WireModel):
     """What reflection did to a learning, why, on what evidence, and whether it was reverted."""
 
     action_id: int
@@ -460,7 +460,7 @@ class ReflectionActionView(BaseModel):
     revert_note: str | None = None
 
 
-class ListReflectionActionsRequest(BaseModel):
+class ListReflectionActionsRequest(WireModel):
     """Actions on one learning, or the latest of the org."""
 
     kind: Literal["profile", "user_playbook", "agent_playbook"] | None = None
@@ -469,21 +469,21 @@ class ListReflectionActionsRequest(BaseModel):
     limit: int = Field(default=100, ge=1, le=1000)
 
 
-class ListReflectionActionsResponse(BaseModel):
+class ListReflectionActionsResponse(WireModel):
     """Newest first."""
 
     success: bool = True
     actions: list[ReflectionActionView] = Field(default_factory=list)
 
 
-class RevertReflectionActionRequest(BaseModel):
+class RevertReflectionActionRequest(WireModel):
     """Undo an action: the learning gets back the state it had before."""
 
     action_id: int = Field(gt=0)
     note: str | None = Field(default=None, max_length=2000)
 
 
-class RevertReflectionActionResponse(BaseModel):
+class RevertReflectionActionResponse(WireModel):
     """The reverted action."""
 
     success: bool = True
@@ -493,27 +493,27 @@ class RevertReflectionActionResponse(BaseModel):
 # -- retrieval experiments -----------------------------------------------------------------------
 
 
-class StartRetrievalExperimentRequest(BaseModel):
+class StartRetrievalExperimentRequest(WireModel):
     """Start a user-level holdout: that share of users gets no learnings while it runs."""
 
     experiment_id: NonEmptyStr = Field(max_length=128)
     holdout_percentage: float = Field(gt=0, lt=100)
 
 
-class StopRetrievalExperimentRequest(BaseModel):
+class StopRetrievalExperimentRequest(WireModel):
     """Stop the active experiment."""
 
     experiment_id: NonEmptyStr = Field(max_length=128)
 
 
-class RetrievalExperimentListResponse(BaseModel):
+class RetrievalExperimentListResponse(WireModel):
     """The active experiment and every experiment ever run, newest first."""
 
     active_experiment: RetrievalExperimentRecord | None = None
     experiments: list[RetrievalExperimentRecord] = Field(default_factory=list)
 
 
-class RetrievalExperimentArmMetrics(BaseModel):
+class RetrievalExperimentArmMetrics(WireModel):
     """One arm's sessions and outcomes."""
 
     arm: Literal["treatment", "holdout"]
@@ -527,7 +527,7 @@ class RetrievalExperimentArmMetrics(BaseModel):
     escalation_rate: float | None = None
 
 
-class RetrievalExperimentResultsResponse(BaseModel):
+class RetrievalExperimentResultsResponse(WireModel):
     """Treatment minus holdout success rate, with a 95 % interval clustered by user."""
 
     experiment: RetrievalExperimentRecord

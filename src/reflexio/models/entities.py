@@ -10,8 +10,6 @@ One addition: the three learning views carry ``score`` (relevance, set on search
 which older clients ignore.
 """
 
-from __future__ import annotations
-
 from enum import Enum, IntEnum, StrEnum
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias, TypeVar
 
@@ -22,6 +20,7 @@ from reflexio.models.fields import (
     CapturesUnknownFields,
     ImageUrl,
     NonEmptyStr,
+    WireModel,
     now_epoch,
 )
 
@@ -105,7 +104,7 @@ class Status(str, Enum):  # noqa: UP042 - a StrEnum member cannot have the value
     are ``Status | None`` and a current row carries ``None``.
     """
 
-    def __new__(cls, value: str | None) -> Status:
+    def __new__(cls, value: str | None) -> "Status":
         member = str.__new__(cls, "" if value is None else value)
         member._value_ = value
         return member
@@ -181,7 +180,7 @@ LearningImpact: TypeAlias = Literal["positive", "negative", "neutral"]
 _MAX_TOOL_STATUS_LEN: Final = 100
 
 
-class BlockingIssue(BaseModel):
+class BlockingIssue(WireModel):
     """A capability the agent lacked, attached to a user playbook."""
 
     kind: BlockingIssueKind
@@ -306,7 +305,7 @@ def _none_as_empty(value: object) -> object:
 TagList: TypeAlias = Annotated[list[str], BeforeValidator(_none_as_empty)]
 
 
-class InteractionView(BaseModel):
+class InteractionView(WireModel):
     """A stored turn as responses show it: no image bytes, no citations (a server signal)."""
 
     interaction_id: int = 0
@@ -324,7 +323,7 @@ class InteractionView(BaseModel):
     retrieved_learnings: list[RetrievedLearning] = Field(default_factory=list)
 
 
-class EffectInterval(BaseModel):
+class EffectInterval(WireModel):
     """An estimate with its 95 % interval (``low``/``high`` absent when it cannot be computed)."""
 
     value: float
@@ -334,7 +333,7 @@ class EffectInterval(BaseModel):
     users: int = 0
 
 
-class LearningImpactView(BaseModel):
+class LearningImpactView(WireModel):
     """A learning's record in production (our addition): exposures, outcomes, effect.
 
     ``help_rate`` is the share of its judged sessions it helped (helped / (helped + hurt)), with
@@ -358,7 +357,7 @@ class LearningImpactView(BaseModel):
     last_served_at: int | None = None
 
 
-class ProfileView(BaseModel):
+class ProfileView(WireModel):
     """A user profile fact as responses show it; ``score`` is set on search results only."""
 
     profile_id: str
@@ -379,7 +378,7 @@ class ProfileView(BaseModel):
     impact: LearningImpactView | None = None  # addition: its record in production
 
 
-class UserPlaybookView(BaseModel):
+class UserPlaybookView(WireModel):
     """A per-user behaviour rule as responses show it; ``score`` is set on search results."""
 
     user_playbook_id: int = 0
@@ -401,7 +400,7 @@ class UserPlaybookView(BaseModel):
     impact: LearningImpactView | None = None  # addition: its record in production
 
 
-class AgentPlaybookView(BaseModel):
+class AgentPlaybookView(WireModel):
     """An agent-wide behaviour rule as responses show it; ``score`` is set on search results."""
 
     agent_playbook_id: int = 0
@@ -420,7 +419,7 @@ class AgentPlaybookView(BaseModel):
     impact: LearningImpactView | None = None  # addition: its record in production
 
 
-class EvaluationResultView(BaseModel):
+class EvaluationResultView(WireModel):
     """A session-success verdict as responses show it."""
 
     result_id: int = 0
@@ -439,7 +438,7 @@ class EvaluationResultView(BaseModel):
     tags: list[str] | None = None
 
 
-class ProfileChangeLogView(BaseModel):
+class ProfileChangeLogView(WireModel):
     """Profiles one request added and removed, as responses show it."""
 
     id: int
@@ -468,8 +467,15 @@ def _view_of(view: type[ViewT], record: BaseModel) -> ViewT:
 
 
 class Interaction(InteractionView):
-    """A stored turn with everything the caller sent, including citations and image bytes."""
+    """A stored turn with everything the caller sent, including citations and image bytes.
 
+    Reflexio 0.2.7's README built turns to publish as ``Interaction(role=..., content=...)``, so
+    ``user_id`` and ``request_id`` may be left out here (the client publishes such a turn as
+    ``InteractionData``); stored turns always carry both.
+    """
+
+    user_id: str = ""
+    request_id: str = ""
     token_count: int | None = Field(default=None, ge=0)
     image_encoding: str = ""
     citations: list[Citation] = Field(default_factory=list)
@@ -489,7 +495,7 @@ def check_experiment_pair(experiment_id: str | None, arm: str | None) -> None:
         raise ValueError("retrieval_experiment_id and retrieval_experiment_arm must be provided together")
 
 
-class Request(BaseModel):
+class Request(WireModel):
     """One published request: the unit a session is made of.
 
     ``session_id`` must be non-empty here too, because the 0.2.16 client validates it when it
@@ -512,7 +518,7 @@ class Request(BaseModel):
         return self
 
 
-class UserProfile(BaseModel):
+class UserProfile(WireModel):
     """A fact or preference about one user, with its provenance and lifecycle."""
 
     profile_id: str
@@ -540,7 +546,7 @@ class UserProfile(BaseModel):
         return _view_of(ProfileView, self)
 
 
-class UserPlaybook(BaseModel):
+class UserPlaybook(WireModel):
     """A behaviour rule learned from one user's sessions."""
 
     user_playbook_id: int = 0
@@ -570,7 +576,7 @@ class UserPlaybook(BaseModel):
         return _view_of(UserPlaybookView, self)
 
 
-class AgentPlaybook(BaseModel):
+class AgentPlaybook(WireModel):
     """A behaviour rule generalised across users for one agent version, reviewed by a human."""
 
     agent_playbook_id: int = 0
@@ -595,7 +601,7 @@ class AgentPlaybook(BaseModel):
         return _view_of(AgentPlaybookView, self)
 
 
-class ProfileChangeLog(BaseModel):
+class ProfileChangeLog(WireModel):
     """The profiles one request added and removed."""
 
     id: int
@@ -621,7 +627,7 @@ class AgentSuccessEvaluationResult(EvaluationResultView):
         return _view_of(EvaluationResultView, self)
 
 
-class PlaybookDiagnosis(BaseModel):
+class PlaybookDiagnosis(WireModel):
     """Why an injected playbook helped or hurt: evidence-bounded, not proof of cause."""
 
     category: Literal["content_defect", "application_failure", "external_failure", "no_issue", "unknown"]
@@ -629,7 +635,7 @@ class PlaybookDiagnosis(BaseModel):
     evidence_interaction_ids: list[int] = Field(default_factory=list, max_length=20)
 
 
-class RetrievedLearningEvaluationResult(BaseModel):
+class RetrievedLearningEvaluationResult(WireModel):
     """The latest relevance and impact verdict for one learning injected into one turn.
 
     ``is_relevant``/``impact`` are ``None`` only when the judge failed for that learning.
