@@ -70,6 +70,8 @@ class Reflexio(Protocol):
         self, *, user_id: str, session_id: str, agent_version: str, source: str, turns: list[dict[str, Any]]
     ) -> str: ...
     def finish_session(self, *, user_id: str, session_id: str, last_request_id: str | None) -> None: ...
+    def reflection_action_ids(self) -> set[int]: ...
+    def reflection_evidence(self, known: set[int]) -> list[dict[str, Any]]: ...
     def llm_usage(self) -> dict[str, int]: ...
     def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None: ...
     def report_outcome(self, *, user_id: str, session_id: str, outcome: str) -> str | None: ...
@@ -404,6 +406,25 @@ class SdkReflexio:
         _wait_jobs(self.client, AGGREGATION_TASK)
         _wait_jobs(self.client, REVISION_TASK)
 
+    def reflection_action_ids(self) -> set[int]:
+        """Ids of every reflection action so far."""
+        return {a.action_id for a in self.client.get_reflection_actions(limit=1000).actions}
+
+    def reflection_evidence(self, known: set[int]) -> list[dict[str, Any]]:
+        """Each reflection action not in ``known``, with its learning's impact now (the worked example)."""
+        out = []
+        for action in self.client.get_reflection_actions(limit=1000).actions:
+            if action.action_id in known:
+                continue
+            impact = self.client.get_learning_impact(action.kind, [action.learning_id]).impacts
+            out.append(
+                {
+                    **action.model_dump(mode="json", exclude_none=True),
+                    "impact": impact[0].model_dump(mode="json", exclude_none=True) if impact else None,
+                }
+            )
+        return out
+
     def llm_usage(self) -> dict[str, int]:
         return dict(self._usage()) if self._usage else {}
 
@@ -531,8 +552,10 @@ def run(scenarios: Sequence[dict[str, Any]], api_for: Any, *, trace: bool = Fals
     for scenario in scenarios:
         api = api_for(scenario["name"])
         before = api.llm_usage()
+        actions_before = api.reflection_action_ids()
         player = Player(api, scenario, namespace=f"{run_id}:{scenario['name']}:")
         tally = player.play()
+        actions = api.reflection_evidence(actions_before)
         after = api.llm_usage()
         spent = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         tally.llm_calls, tally.llm_tokens = spent.get("calls", 0), spent.get("tokens", 0)
@@ -541,6 +564,7 @@ def run(scenarios: Sequence[dict[str, Any]], api_for: Any, *, trace: bool = Fals
         tally.learning_judge_calls = spent.get("learning_judge_calls", 0)
         per[scenario["name"]] = tally.metrics()
         per[scenario["name"]]["harm_served_after_by_key"] = dict(player.harm_sessions)
+        per[scenario["name"]]["reflection_actions"] = actions
         if player.outcome_problem:
             per[scenario["name"]]["outcomes_problem"] = player.outcome_problem
         if trace:

@@ -18,6 +18,12 @@ def test_wilson_matches_statsmodels(k: int, n: int) -> None:
     assert wilson_interval(k, n) == pytest.approx((low, high), abs=1e-12)
 
 
+def test_wilson_bounds_are_exact_at_the_edges() -> None:
+    none_of, all_of = wilson_interval(0, 3), wilson_interval(3, 3)
+    assert none_of is not None and none_of[0] == 0.0
+    assert all_of is not None and all_of[1] == 1.0
+
+
 def test_wilson_without_observations_says_nothing() -> None:
     assert wilson_interval(0, 0) is None
     with pytest.raises(ValueError):

@@ -73,7 +73,10 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - margin), min(1.0, centre + margin)
+    # At 0 of n (n of n) the bound is exactly 0 (1); the float sum leaves a 1e-17 residue.
+    low = 0.0 if successes == 0 else max(0.0, centre - margin)
+    high = 1.0 if successes == n else min(1.0, centre + margin)
+    return low, high
 
 
 def clustered_mean(
