@@ -10,13 +10,13 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from reflexio.filters import LearningFilter
+from reflexio.filters import InteractionFilter, LearningFilter
 from reflexio.jobs import JobContext
-from reflexio.records import JobStatus, LearningStatus
+from reflexio.records import Audit, JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.workers import handlers
-from tests.api.support import agent_playbook, ok, publish_body, turn
+from tests.api.support import agent_playbook, ok, publish_body, turn, user_playbook
 
 EXPRESS = "Apologise and offer a free express shipping upgrade on their next order."
 
@@ -206,3 +206,60 @@ def test_a_reported_success_outranks_the_judge(client: TestClient, core: Core) -
         "agent_success_evaluation_results"
     ]
     assert verdict["is_success"] is True and verdict["evaluation_name"] == "outcome"
+
+
+def _oven_session(client: TestClient, session: str, rule_id: int, *replies: str) -> None:
+    interactions = [
+        turn("What oven temperature for bread?"),
+        turn(
+            "Bake at 450 degrees Fahrenheit.",
+            role="Agent",
+            retrieved_learnings=[{"kind": "user_playbook", "learning_id": str(rule_id)}],
+        ),
+        *[turn(r) for r in replies],
+    ]
+    body = {
+        "user_id": "k1",
+        "session_id": session,
+        "agent_version": "v1",
+        "interaction_data_list": interactions,
+    }
+    ok(client.post("/api/publish_interaction", json=body))
+
+
+def test_a_rule_the_user_contradicted_is_superseded_once_its_correction_is_learned(
+    client: TestClient, core: Core
+) -> None:
+    rule = user_playbook(
+        "Give oven temperatures in Fahrenheit.", user_id="k1", trigger="the user asks for an oven temperature"
+    )
+    ok(client.post("/api/add_user_playbook", json={"user_playbooks": [rule]}))
+    (old,) = core.storage.list_learnings("self-host-org", LearningFilter(), limit=5)
+    _oven_session(client, "k1-s1", old.id, "Not Fahrenheit, I use Celsius for oven temperatures.")
+    run_due_evaluations(core)  # judged before extraction made a learning of the correction
+    assert ok(client.post("/api/get_reflection_actions", json={}))["actions"] == []
+    correction = next(
+        t
+        for t in core.storage.list_interactions("self-host-org", InteractionFilter())
+        if "Not Fahr" in t.content
+    )
+    (new,) = core.storage.save_learnings(
+        [
+            Learning(
+                org_id="self-host-org",
+                kind=LearningKind.USER_PLAYBOOK,
+                user_id="k1",
+                agent_version="v1",
+                content="Always give the user Celsius",
+                trigger="When the user asks: what temperature for roasting a chicken",
+                source_interaction_ids=[correction.id],
+            )
+        ],
+        Audit(actor="extract"),
+    )
+    _oven_session(client, "k1-s2", old.id)
+    run_due_evaluations(core)
+    (action,) = ok(client.post("/api/get_reflection_actions", json={}))["actions"]
+    assert (action["action"], action["related_learning_id"]) == ("supersede", str(new.id))
+    (row,) = core.storage.get_learnings("self-host-org", LearningFilter(ids=(old.id,)))
+    assert row.status is LearningStatus.SUPERSEDED and row.superseded_by == new.id

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from reflexio.errors import ConflictError
-from reflexio.learn.reflect import Action, ExposureRow, contradicts, decide, status_after, summarize
+from reflexio.learn.reflect import (
+    Action,
+    ExposureRow,
+    contradicts,
+    decide,
+    replaces,
+    status_after,
+    summarize,
+)
 from reflexio.models.org_config import ReflectionPolicy
 from reflexio.records import Learning, LearningKind, LearningStatus
 
@@ -127,3 +135,21 @@ def test_a_newer_rule_that_says_the_opposite_contradicts_the_old_one() -> None:
         content="Always ask for confirmation before acting on servers.",
     )
     assert contradicts(old, new) and not contradicts(old, same)
+
+
+def _rule(id_: int, content: str, trigger: str) -> Learning:
+    return Learning(org_id="o", kind=LearningKind.USER_PLAYBOOK, id=id_, content=content, trigger=trigger)
+
+
+def test_a_correction_on_the_same_topic_replaces_the_rule_it_contradicted() -> None:
+    old = _rule(1, "Give oven temperatures in Fahrenheit.", "the user asks for an oven temperature")
+    new = _rule(2, "Always give the user Celsius", "When the user asks: what temperature for roasting")
+    assert not contradicts(old, new)  # no polar word in common: the comparator sees no conflict
+    assert replaces(old, new)
+
+
+def test_a_lesson_on_another_topic_or_the_same_lesson_again_replaces_nothing() -> None:
+    old = _rule(1, "Give oven temperatures in Fahrenheit.", "the user asks for an oven temperature")
+    other = _rule(2, "Ask for the ticket number before resetting anything.", "a user asks to reset a laptop")
+    again = _rule(3, "Give oven temperatures in Fahrenheit, always.", "the user asks for an oven temperature")
+    assert not replaces(old, other) and not replaces(old, again)

@@ -38,6 +38,7 @@ __all__ = [
     "contradicts",
     "decide",
     "propose_revision",
+    "replaces",
     "status_after",
     "summarize",
 ]
@@ -225,6 +226,26 @@ def contradicts(old: Learning, new: Learning) -> bool:
         gist(new.content, new.trigger, new.pitfall), gist(old.content, old.trigger, old.pitfall)
     )
     return relation is Relation.CONTRADICTS
+
+
+def replaces(old: Learning, new: Learning) -> bool:
+    """Whether ``new``, extracted from a turn in which the user contradicted ``old``, takes its place.
+
+    The judge already found that turn to contradict ``old`` on its topic, so ``new`` need not
+    say the opposite in words the rule comparator can see ("in Fahrenheit" against "in
+    Celsius" share no polar word): it replaces ``old`` when it says the opposite, or when it
+    is about the same topic (two topic words in common, one for a topic of three words or
+    fewer) without saying the same thing.
+    """
+    if contradicts(old, new):
+        return True
+    if old.kind is not new.kind or old.id == new.id:
+        return False
+    was, now = gist(old.content, old.trigger, old.pitfall), gist(new.content, new.trigger, new.pitfall)
+    if relate(now, was) is Relation.SAME:
+        return False
+    shared = was.topic & now.topic
+    return len(shared) >= 2 or (len(shared) == 1 and len(was.topic) <= 3)
 
 
 def propose_revision(llm: LLM, row: Learning, failures: Sequence[str]) -> RevisionOutput:

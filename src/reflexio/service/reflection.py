@@ -30,7 +30,7 @@ from reflexio.errors import ConflictError, NotFoundError
 from reflexio.filters import InteractionFilter, LearningFilter
 from reflexio.jobs import JobContext
 from reflexio.learn.attribution import Verdict
-from reflexio.learn.reflect import Action, contradicts, decide, propose_revision, status_after, summarize
+from reflexio.learn.reflect import Action, decide, propose_revision, replaces, status_after, summarize
 from reflexio.learn.usage import metered
 from reflexio.models import (
     ListReflectionActionsRequest,
@@ -127,13 +127,28 @@ def _wants_revision(core: Core, row: Learning, config: Config) -> bool:
 
 
 def _successor(tx: Storage, row: Learning, verdicts: Sequence[Verdict]) -> Learning | None:
-    """A learning extracted from the turn that contradicted ``row`` and saying otherwise."""
+    """A learning extracted from a turn that contradicted ``row`` and saying otherwise.
+
+    The contradicting turns are this session's and every earlier one's: the session is often
+    judged before extraction has made a learning of the contradiction, so the successor is
+    found the next time ``row`` is served and judged.
+    """
+    if row.kind is LearningKind.AGENT_PLAYBOOK:
+        return None
     turns = {v.contradicted_by for v in verdicts if v.impact == "negative" and v.contradicted_by}
-    if not turns or row.kind is LearningKind.AGENT_PLAYBOOK:
+    earlier = tx.find_evaluations(
+        row.org_id, kind="learning", learning_kind=row.kind.value, learning_ids=[row.wire_id], limit=200
+    )
+    turns |= {
+        int(e.result["contradicted_by"])
+        for e in earlier
+        if e.result.get("impact") == "negative" and isinstance(e.result.get("contradicted_by"), int)
+    }
+    if not turns:
         return None
     where = LearningFilter(kinds=(row.kind,), user_id=row.user_id, statuses=(LearningStatus.CURRENT,))
     for candidate in tx.list_learnings(row.org_id, where, limit=50):
-        if turns & set(candidate.source_interaction_ids) and contradicts(row, candidate):
+        if turns & set(candidate.source_interaction_ids) and replaces(row, candidate):
             return candidate
     return None
 
