@@ -120,6 +120,10 @@ class Tally:
             "context_precision": _ratio(self.retrieved_matching, self.retrieved, empty=1.0),
             "tokens_injected_per_turn": round(self.injected_chars / 4 / max(self.turns, 1), 2),
             "llm_calls_per_interaction": round(self.llm_calls / max(self.interactions, 1), 4),
+            # The learning pipeline's own calls (the judges' cost has its own budget, below).
+            "extraction_calls_per_interaction": round(
+                (self.llm_calls - self.judge_calls) / max(self.interactions, 1), 4
+            ),
             "llm_tokens_per_interaction": round(self.llm_tokens / max(self.interactions, 1), 2),
             "mistakes_first": self.mistakes_first,
             "repeat_opportunities": self.repeat_opportunities,
@@ -661,6 +665,7 @@ def _print(results: dict[str, Any]) -> None:
         "harm_served_after",
         "false_retirements",
         "llm_calls_per_interaction",
+        "extraction_calls_per_interaction",
         "judge_calls_per_judged_session",
     ]
     rows = [("overall", results["overall"]), *results["scenarios"].items()]
