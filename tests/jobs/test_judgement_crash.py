@@ -88,8 +88,8 @@ def test_a_judgement_killed_mid_run_is_redone_exactly_once(backend: str, tmp_pat
     assert sorted(j.attempts for j in jobs) == [1] * (SESSIONS - 1) + [2]  # the killed one, redone once
     sessions = core.storage.list_evaluations(ORG, kind="session", limit=100)
     learnings = core.storage.list_evaluations(ORG, kind="learning", limit=100)
-    assert sorted(e.session_id for e in sessions) == [f"s{i}" for i in range(SESSIONS)]
-    assert sorted(e.session_id for e in learnings) == [f"s{i}" for i in range(SESSIONS)]
+    assert sorted(e.session_id or "" for e in sessions) == [f"s{i}" for i in range(SESSIONS)]
+    assert sorted(e.session_id or "" for e in learnings) == [f"s{i}" for i in range(SESSIONS)]
     assert all(e.result.get("judge") == "llm" for e in learnings)
     core.close()
 

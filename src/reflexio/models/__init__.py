@@ -264,6 +264,7 @@ from reflexio.models.org_config import (
     UserPlaybookExtractorConfig,
 )
 from reflexio.models.prompt import (
+    STANDING_TAG,
     PromptBlock,
     PromptItem,
     estimate_tokens,
@@ -284,6 +285,7 @@ __all__ = [
     "DEFAULT_WINDOW_SIZE",
     "MASK",
     "NEVER_EXPIRES_TIMESTAMP",
+    "STANDING_TAG",
     "APIKeyConfig",
     "AddAgentPlaybookRequest",
     "AddAgentPlaybookResponse",
