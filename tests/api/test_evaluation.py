@@ -12,10 +12,12 @@ from starlette.testclient import TestClient
 
 from reflexio.filters import InteractionFilter, LearningFilter
 from reflexio.jobs import JobContext
-from reflexio.records import Audit, JobStatus, Learning, LearningKind, LearningStatus
+from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
+from reflexio.service.reflection import REVISE
 from reflexio.service.workers import handlers
+from reflexio.testing import rules_script
 from tests.api.support import agent_playbook, ok, publish_body, turn, user_playbook
 
 EXPRESS = "Apologise and offer a free express shipping upgrade on their next order."
@@ -263,3 +265,27 @@ def test_a_rule_the_user_contradicted_is_superseded_once_its_correction_is_learn
     assert (action["action"], action["related_learning_id"]) == ("supersede", str(new.id))
     (row,) = core.storage.get_learnings("self-host-org", LearningFilter(ids=(old.id,)))
     assert row.status is LearningStatus.SUPERSEDED and row.superseded_by == new.id
+
+
+def test_with_a_model_a_retired_playbook_gets_a_revision_for_review(client: TestClient, core: Core) -> None:
+    revised = "Apologise and share the tracking link; do not promise free upgrades."
+    script = rules_script().on(
+        "revise_learning",
+        {"trigger": "a delivery is late", "content": revised, "rationale": "the offer ended"},
+    )
+    core.llm = script
+    playbook = _seed(client, core)
+    for i, reply in enumerate(REPLIES):
+        _harmful_session(client, f"d{i}", playbook, reply)
+    run_due_evaluations(core)
+    assert len(core.storage.list_jobs("self-host-org", task=REVISE, statuses=[JobStatus.QUEUED])) == 1
+    (claimed,) = core.storage.claim_jobs("test", limit=1, lease_seconds=60, tasks=[REVISE])
+    handlers(core)[REVISE](JobContext(claimed, core.storage, "test", 60))
+    (call,) = script.calls_to("revise_learning")
+    assert len(call.inputs["failure_cases"]) == 3  # the model saw each session it hurt
+    actions = ok(client.post("/api/get_reflection_actions", json={}))["actions"]
+    proposal = next(a for a in actions if a["action"] == "propose_revision")
+    (row,) = core.storage.get_learnings(
+        "self-host-org", LearningFilter(ids=(int(proposal["related_learning_id"]),))
+    )
+    assert (row.content, row.status, row.approval) == (revised, LearningStatus.SUSPENDED, Approval.PENDING)
