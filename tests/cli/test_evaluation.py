@@ -15,9 +15,8 @@ def _narrow(cli: Cli, *args: str) -> str:
     return out
 
 
-def test_a_judged_session_and_its_learning_read_at_80_columns(cli: Cli) -> None:
-    user, session = f"u-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
-    api = ReflexioClient(url_endpoint=cli.env["REFLEXIO_URL"])
+def _judged_session(cli: Cli, api: ReflexioClient, user: str, session: str) -> str:
+    """A session that injected a playbook, failed by report, and was graded on demand."""
     api.add_agent_playbooks(
         [{"agent_version": "v1", "content": "Offer a free express upgrade.", "playbook_status": "approved"}]
     )
@@ -41,6 +40,13 @@ def test_a_judged_session_and_its_learning_read_at_80_columns(cli: Cli) -> None:
     graded = api.grade_on_demand(session_id=session, agent_version="v1")  # this server runs no workers
     assert graded.result_id and not graded.cached and graded.retrieved_learning_status == "complete"
     assert api.grade_on_demand(session_id=session, agent_version="v1").cached
+    return playbook
+
+
+def test_a_judged_session_and_its_learning_read_at_80_columns(cli: Cli) -> None:
+    user, session = f"u-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    with ReflexioClient(url_endpoint=cli.env["REFLEXIO_URL"]) as api:
+        playbook = _judged_session(cli, api, user, session)
     shown = _narrow(cli, "eval", "session", session)
     assert "judged by: outcome" in shown and "success: False" in shown
     assert "negative" in shown and "Reported outcomes" in shown
