@@ -31,7 +31,7 @@ from reflexio.cli.output import Result, Table, run
 from reflexio.config import Settings
 from reflexio.errors import ConflictError, ServiceUnavailableError
 
-__all__ = ["ServerFiles", "app"]
+__all__ = ["ServerFiles", "app", "start_unless_running"]
 
 app = typer.Typer(
     help="Run the Reflexio server (API and job workers) in the background or attached.",
@@ -180,13 +180,14 @@ def start(
     ] = DEFAULT_START_TIMEOUT_SECONDS,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start the API on 127.0.0.1:8081 with SQLite under ~/.reflexio and its job workers.
+    """Start the API, the dashboard and the job workers on 127.0.0.1:8081, SQLite under ~/.reflexio.
 
     By default the server runs in the background (pid and log under ~/.reflexio/run) and this
-    command returns once it answers /health/ready. Use --foreground to run it attached, as a
-    container entrypoint or under a process supervisor.
+    command returns once it answers /health/ready; the dashboard is at /ui. Use --foreground to
+    run it attached, as a container entrypoint or under a process supervisor.
     """
     chosen = settings(host=host, port=port, workers=workers)
+
     if foreground:
         run(wants_json(as_json), lambda: _serve_attached(chosen))
     else:
@@ -195,13 +196,14 @@ def start(
 
 def _serve_attached(chosen: Settings) -> Result:
     from reflexio.api.server import serve  # the server's dependencies load only when serving
+    from reflexio.web import with_dashboard
 
     files = ServerFiles(chosen.run_dir, chosen.port)
     _refuse_if_running(files, chosen.host)
     files.write(os.getpid(), chosen.host)
     try:
         with process.stop_on_signals():
-            serve(chosen)
+            serve(chosen, front=with_dashboard)
     except process.Stopped:  # uvicorn shut down gracefully, then re-raised the signal
         pass
     finally:
@@ -218,9 +220,23 @@ def _start_background(chosen: Settings, timeout: float) -> Result:
     _await_ready(child, url, files, timeout)
     data = _describe(files, child.pid) | {"started": True, "pid": child.pid, "health": "healthy"}
     return Result(
-        data,
-        message=f"Reflexio is running at {url} (pid {child.pid})",
+        data | {"dashboard": f"{url}/ui"},
+        message=f"Reflexio is running at {url} (pid {child.pid}); the dashboard is at {url}/ui",
         fields={"log": files.log_file, "stop with": f"reflexio services stop --port {chosen.port}"},
+    )
+
+
+def start_unless_running(chosen: Settings, timeout: float = DEFAULT_START_TIMEOUT_SECONDS) -> Result:
+    """Start a background server on ``chosen.port``, or describe the one already running there."""
+    files = ServerFiles(chosen.run_dir, chosen.port)
+    pid = _running_pid(files)
+    if pid is None:
+        return _start_background(chosen, timeout)
+    data = _describe(files, pid)
+    url = data["url"]
+    return Result(
+        data | {"dashboard": f"{url}/ui"},
+        message=f"Reflexio is already running at {url} (pid {pid}); the dashboard is at {url}/ui",
     )
 
 
