@@ -375,7 +375,6 @@ def _add_agent_playbooks(core: Core, org_id: str, start: int) -> list[tuple[int,
             content=content,
             rationale=rationale or None,
             created_at=start + i * DAY,
-            playbook_metadata=f"demo: generalised from corrections of {2 + i % 3} users",
         )
         for i, (trigger, content, rationale, _) in enumerate(AGENT_PLAYBOOKS)
     ]
@@ -455,7 +454,7 @@ def seed_demo(core: Core, org_id: str) -> DemoSummary:
                 playbook_id,
                 Action.APPROVE,
                 actor=REVIEWER,
-                note="checked against the refund policy",
+                note="matches the support policy",
             )
         elif fate == "rejected":
             review(

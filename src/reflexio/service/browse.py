@@ -33,6 +33,7 @@ __all__ = [
     "LearningQuery",
     "LearningStory",
     "Page",
+    "Related",
     "SessionStory",
     "SessionSummary",
     "count_learnings",
@@ -41,6 +42,7 @@ __all__ = [
     "list_learnings",
     "list_sessions",
     "recent_users",
+    "related_user_playbooks",
     "session_story",
     "user_footprint",
 ]
@@ -347,3 +349,29 @@ def user_footprint(core: Core, org_id: str, user_id: str, *, cap: int = 10_000) 
         verdicts=min(cap, len(verdicts) + len(judged)),
         cap=cap,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """User playbooks that say what an agent playbook says, found by search, and who taught them."""
+
+    playbooks: list[tuple[Learning, float | None]]
+    users: list[str]
+
+
+def related_user_playbooks(core: Core, org_id: str, row: Learning, *, limit: int = 8) -> Related:
+    """The user playbooks of the agent playbook's agent version that search ranks closest to it.
+
+    This is evidence a reviewer can check (each links to the interactions it was learned
+    from), not the recorded provenance of an aggregation run: it is found by the same search
+    the agent uses, so it is shown as "related", with scores.
+    """
+    where = LearningFilter(
+        kinds=(LearningKind.USER_PLAYBOOK,),
+        agent_version=row.agent_version or None,
+        statuses=(LearningStatus.CURRENT,),
+    )
+    text = "\n".join(part for part in (row.trigger or "", row.content) if part)
+    hits = listed(core, org_id, where, text, limit)
+    users = sorted({r.user_id for r, _ in hits if r.user_id})
+    return Related(hits, users)

@@ -24,6 +24,11 @@ JOB_COUNT_CAP = 1_000
 _VERDICTS = 5_000
 #: Agent-playbook history events read for the window at most (the newest).
 _EVENTS = 5_000
+_PLURALS = {
+    LearningKind.PROFILE: "profiles",
+    LearningKind.USER_PLAYBOOK: "user playbooks",
+    LearningKind.AGENT_PLAYBOOK: "agent playbooks",
+}
 #: Review events counted as a decision of each kind (``learning_events.event``).
 _DECISIONS = {"approved": "approved", "rejected": "rejected", "archived": "retired", "deleted": "retired"}
 
@@ -108,7 +113,7 @@ def _totals(core: Core, org_id: str, agent_version: str | None) -> dict[str, int
 def _created(core: Core, org_id: str, starts: list[int], agent_version: str | None) -> list[Series]:
     return [
         Series(
-            kind.value,
+            _PLURALS[kind],
             [
                 float(
                     core.storage.count_learnings(

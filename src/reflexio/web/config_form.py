@@ -20,8 +20,18 @@ from reflexio.models.secrets import MASK, is_secret_field
 
 __all__ = ["Field", "Section", "form_sections", "from_form"]
 
-#: Fields with their own place on the Settings page (or their own routes), not in the form.
-_ELSEWHERE = frozenset({"approval_required", "retrieval_experiment_config", "retrieval_experiment_history"})
+#: Fields not in the form: the review policy and provider keys have their own forms on the page,
+#: the experiment fields their own routes, and an org's own storage (database URLs) is an
+#: operator's change made through the API (``reflexio config``).
+_ELSEWHERE = frozenset(
+    {
+        "approval_required",
+        "api_key_config",
+        "storage_config",
+        "retrieval_experiment_config",
+        "retrieval_experiment_history",
+    }
+)
 #: Nesting below which objects are edited as JSON (a form three levels deep is unreadable).
 _MAX_DEPTH = 2
 

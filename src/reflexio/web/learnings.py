@@ -93,8 +93,18 @@ def _learning(ask: Ask) -> Response:
     row = browse.find_learning(ask.core, ask.org_id, kind, ask.arg("learning_id"))
     story = browse.learning_story(ask.core, ask.org_id, row)
     history = [(event, changed_fields(event.before, event.after, _TEXT_FIELDS)) for event in story.history]
-    state = state_of(row.approval, row.status) if kind is LearningKind.AGENT_PLAYBOOK else None
-    return ask.render("learning.html", row=row, story=story, history=history, state=state)
+    agent = kind is LearningKind.AGENT_PLAYBOOK
+    state = state_of(row.approval, row.status) if agent else None
+    related = browse.related_user_playbooks(ask.core, ask.org_id, row) if agent else None
+    return ask.render(
+        "learning.html",
+        row=row,
+        story=story,
+        history=history,
+        state=state,
+        related=related,
+        open_evidence=True,
+    )
 
 
 ROUTES = [

@@ -170,6 +170,14 @@ def _diff(ask: Ask) -> Response:
     return ask.render("diff_fragment.html", fields=fields)
 
 
+def _evidence(ask: Ask) -> Response:
+    """The user playbooks an agent playbook generalises, as search finds them (htmx, on opening)."""
+    row = browse.find_learning(ask.core, ask.org_id, LearningKind.AGENT_PLAYBOOK, str(_id(ask)))
+    return ask.render(
+        "evidence_fragment.html", related=browse.related_user_playbooks(ask.core, ask.org_id, row)
+    )
+
+
 def _bulk(ask: Ask) -> Response:
     verbs = {"approve": Action.APPROVE, "reject": Action.REJECT, "delete": Action.DELETE}
     verb = verbs.get(str(ask.form.get("verb", "")))
@@ -215,4 +223,5 @@ ROUTES = [
     Route("/review/{playbook_id}/delete", action(_decision(Action.DELETE, "Deleted")), methods=["POST"]),
     Route("/review/{playbook_id}/rewrite", action(_rewrite), methods=["POST"]),
     Route("/review/{playbook_id}/diff", action(_diff), methods=["POST"]),
+    Route("/review/{playbook_id}/evidence", page(_evidence)),
 ]
