@@ -10,6 +10,7 @@ so cookies never leak from one test to the next.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,16 +58,26 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Served]:
-    """The demo org on a fresh server (no job workers: the demo ran its jobs while seeding)."""
-    home = tmp_path_factory.mktemp("web")
+@contextmanager
+def serving(home: Path, embedder: Embedder, *, demo: bool = True) -> Iterator[Served]:
+    """A fresh SQLite server under ``home`` with the dashboard, the demo org seeded if asked.
+
+    No job workers run: the demo runs its own jobs while seeding, and the tests drive the rest.
+    """
     url = f"sqlite:///{home}/reflexio.db"
     settings = Settings(home=home, storage_url=url, workers=0)
     core = Core(settings=settings, storage=open_storage(url, embedder), embedder=embedder)
-    seed_demo(core, settings.default_org_id)
+    if demo:
+        seed_demo(core, settings.default_org_id)
     with in_background(core, front=with_dashboard) as base:
         yield Served(base, core)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Served]:
+    """The demo org on a fresh server of this module's own."""
+    with serving(tmp_path_factory.mktemp("web"), embedder) as server:
+        yield server
 
 
 @pytest.fixture
