@@ -31,7 +31,8 @@ __all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_ca
 
 NO_KEYS_MESSAGE = (
     "this server has no API key yet, so it only answers clients on this machine; "
-    "create one with `reflexio keys create --org <org>` and send it as `Authorization: Bearer <key>`"
+    "create one with `reflexio keys create` (for the default org, which holds what was published "
+    "so far; --org <org> for another) and send it as `Authorization: Bearer <key>`"
 )
 
 

@@ -40,7 +40,7 @@ def demo(
 
         chosen = settings(port=port)
         seeded = seed_into(chosen, org)
-        started = start_unless_running(chosen)
+        started = start_unless_running(chosen, quiet=wants_json(as_json))
         return Result(
             {**started.data, "seeded": dataclasses.asdict(seeded)},
             message=(
