@@ -9,6 +9,7 @@ so cookies never leak from one test to the next.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,7 +50,10 @@ class Served:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is missing (./scripts/test installs Debian's chromium package)")
+        missing = "/usr/bin/chromium is missing (./scripts/test installs Debian's chromium package)"
+        if os.environ.get("REFLEXIO_BROWSER_REQUIRED"):
+            pytest.fail(missing)
+        pytest.skip(missing)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -81,13 +85,21 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iter
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A tab of its own; a script error or failed load fails the test (unless it expects refusals)."""
+    refusals = request.node.get_closest_marker("refusals") is not None
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+
+    def console(msg: Any) -> None:
+        refused = msg.text.startswith("Failed to load resource: the server responded with a status of 4")
+        if msg.type == "error" and not (refusals and refused):
+            errors.append(msg.text)
+
+    tab.on("console", console)
     yield tab
     context.close()
     assert errors == [], f"the page logged errors: {errors}"

@@ -364,7 +364,8 @@ def related_user_playbooks(core: Core, org_id: str, row: Learning, *, limit: int
 
     This is evidence a reviewer can check (each links to the interactions it was learned
     from), not the recorded provenance of an aggregation run: it is found by the same search
-    the agent uses, so it is shown as "related", with scores.
+    the agent uses, so it is shown as "related", with scores. Near-duplicates are kept: the
+    same lesson from three users is three pieces of evidence, not one.
     """
     where = LearningFilter(
         kinds=(LearningKind.USER_PLAYBOOK,),
@@ -372,6 +373,6 @@ def related_user_playbooks(core: Core, org_id: str, row: Learning, *, limit: int
         statuses=(LearningStatus.CURRENT,),
     )
     text = "\n".join(part for part in (row.trigger or "", row.content) if part)
-    hits = listed(core, org_id, where, text, limit)
+    hits = listed(core, org_id, where, text, limit, collapse=False)
     users = sorted({r.user_id for r, _ in hits if r.user_id})
     return Related(hits, users)

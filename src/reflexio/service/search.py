@@ -78,6 +78,9 @@ class Plan:
     fusion: str = "calibrated"
     #: How far a strong hit lifts the learnings extracted from its request (0 turns it off).
     cohesion: float = ranking.COHESION_WEIGHT
+    #: Whether near-duplicates fold into the best of them: an agent wants distinct lessons, a
+    #: reviewer weighing evidence wants every user who taught the same one.
+    collapse: bool = True
 
 
 @dataclass(slots=True)
@@ -163,6 +166,8 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
         ((row, s) for (row, _), s in zip(pool, lifted, strict=True)),
         key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id),
     )
+    if not plan.collapse:
+        return [(row, round(s, 6)) for row, s in pool[: plan.top_k]]
     kept = ranking.collapse_near_duplicates(
         pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool], keep=plan.top_k
     )
