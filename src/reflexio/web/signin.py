@@ -34,14 +34,17 @@ def _next(raw: str | None) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-def _form(request: Request, *, error: str = "", status_code: int = 200) -> Response:
+def _form(
+    request: Request, *, error: str = "", status_code: int = 200, heading: str | None = None
+) -> Response:
+    """The sign-in form; ``heading`` is where to go after it (a failed post keeps its own)."""
     token = secrets.token_urlsafe(16)
     response = html(
         request,
         "login.html",
         {
             "token": token,
-            "next": _next(request.query_params.get("next")),
+            "next": _next(heading if heading is not None else request.query_params.get("next")),
             "error": error,
             "revoked": request.query_params.get("revoked"),
         },
@@ -76,11 +79,19 @@ def _sign_in(request: Request, core: Core, form: dict[str, str]) -> Response:
         or not access.tokens_match(form.get("token"), cookie_token)
     ):
         return _form(
-            request, error="The sign-in form expired or came from another site; try again.", status_code=403
+            request,
+            error="The sign-in form expired or came from another site; try again.",
+            status_code=403,
+            heading=form.get("next", ""),
         )
     key = keys.identify(core, form.get("api_key", "").strip())
     if key is None:
-        return _form(request, error="That is not an active API key of this server.", status_code=401)
+        return _form(
+            request,
+            error="That is not an active API key of this server.",
+            status_code=401,
+            heading=form.get("next", ""),
+        )
     response = redirect(_next(form.get("next")))
     set_session_cookie(response, request, access.issue_cookie(core, key))
     response.delete_cookie(access.LOGIN_COOKIE, path="/ui/login")
