@@ -17,6 +17,9 @@ import pytest
 from reflexio.cli.demo_org import AGENT_VERSION
 from tests.web.conftest import Served
 
+#: The narrow width every screen must fit (a common phone).
+NARROW = 390
+
 SCREENS = [
     ("overview", "/ui/", "Overview"),
     ("review", "/ui/review", "Review queue"),
@@ -36,7 +39,7 @@ SCREENS = [
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chosen = os.environ.get("REFLEXIO_SCREENSHOTS")
     folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "narrow").mkdir(parents=True, exist_ok=True)
     return folder
 
 
@@ -65,6 +68,10 @@ def test_every_screen_renders_on_demo_data(
         page.wait_for_function("document.querySelectorAll('canvas[data-drawn]').length > 0")
     page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
     assert (shots / f"{name}.png").stat().st_size > 10_000
+    page.set_viewport_size({"width": NARROW, "height": 900})  # a phone: nothing may overflow the page
+    page.screenshot(path=str(shots / "narrow" / f"{name}.png"), full_page=True)
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"{path} is {overflow} px wider than a {NARROW} px screen"
 
 
 def test_browsers_at_the_root_are_sent_to_the_dashboard(page: Any, served: Served) -> None:
