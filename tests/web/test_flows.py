@@ -182,3 +182,31 @@ def test_deleting_a_user_removes_them_everywhere(page: Any, org: Served) -> None
     client = ReflexioClient(url_endpoint=org.url, timeout=10)
     found = client.search(query=CORRECTION, user_id=gone, entity_types=["user_playbooks"], threshold=0.0)
     assert found.user_playbooks == []
+
+
+def test_a_long_queue_is_worked_with_the_keyboard_and_in_bulk(page: Any, org: Served) -> None:
+    org_id = org.core.settings.default_org_id
+    by_key, first, second = (
+        _add_pending(org.core, org_id, f"Queue item {n}: offer a callback when the line is busy.")
+        for n in range(3)
+    )
+    page.goto(org.url + "/ui/review")
+    page.keyboard.press("j")  # the first card (the newest: second)
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # third card: by_key
+    assert page.evaluate("document.activeElement.id") == f"playbook-{by_key}"
+    page.keyboard.press("a")
+    page.locator(f"#playbook-{by_key} .pill.approved").wait_for()
+
+    page.get_by_label(f"Select playbook {first}").check()
+    page.get_by_label(f"Select playbook {second}").check()
+    assert page.locator("[data-bulk-count]").inner_text() == "2"
+    page.get_by_role("button", name="Approve selected").click()
+    rows = page.locator("main tbody").inner_text()
+    assert f"#{first}\tnow approved" in rows and f"#{second}\tnow approved" in rows
+
+    page.goto(org.url + "/ui/review?status=approved")  # retire from the approved tab, in bulk
+    page.get_by_label(f"Select playbook {first}").check()
+    page.locator("#bulk").get_by_label("Note").fill("superseded by the phone policy")
+    page.get_by_role("button", name="Reject selected").click()
+    assert f"#{first}\tnow rejected" in page.locator("main tbody").inner_text()

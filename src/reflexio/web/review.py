@@ -189,6 +189,9 @@ def _bulk(ask: Ask) -> Response:
     if len(raw_ids) > 500 or not all(str(i).isdigit() for i in raw_ids):
         raise BadRequestError("ids must be at most 500 playbook numbers")
     note = _note(ask)
+    # Every selected card was in the tab's state when the reviewer chose: a playbook that
+    # moved meanwhile is reported, not decided again.
+    seen = None if verb is Action.DELETE else (_expected(ask) or ReviewState.PENDING)
     results: list[tuple[int, str]] = []
     for raw in raw_ids:
         playbook_id = int(str(raw))
@@ -200,7 +203,7 @@ def _bulk(ask: Ask) -> Response:
                 verb,
                 actor=ask.viewer.actor,
                 note=note,
-                expected=ReviewState.PENDING if verb is not Action.DELETE else None,
+                expected=seen,
             )
             results.append((playbook_id, f"now {state.value}"))
         except ReflexioError as exc:
