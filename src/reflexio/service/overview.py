@@ -140,7 +140,9 @@ def _day_index(starts: list[int], t: float) -> int | None:
 
 def _decisions(core: Core, org_id: str, starts: list[int]) -> list[Series]:
     counts = {name: [0.0] * len(starts) for name in ("approved", "rejected", "retired")}
-    events = core.storage.list_events(org_id, kinds=[LearningKind.AGENT_PLAYBOOK.value], limit=_EVENTS)
+    events = core.storage.list_events(
+        org_id, kinds=[LearningKind.AGENT_PLAYBOOK.value], events=list(_DECISIONS), limit=_EVENTS
+    )
     for event in events:
         name = _DECISIONS.get(event.event)
         i = _day_index(starts, event.created_at)

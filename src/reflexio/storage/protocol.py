@@ -215,9 +215,10 @@ class Storage(JobQueue, Protocol):
         learning_ids: Sequence[int] | None = None,
         user_id: str | None = None,
         kinds: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        """Learning history, newest first."""
+        """Learning history, newest first (``events``: only these, e.g. ``["approved"]``)."""
         ...
 
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:

@@ -284,9 +284,12 @@ class SqlStorage(SqlJobQueue):
         learning_ids: Sequence[int] | None = None,
         user_id: str | None = None,
         kinds: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        sql, params = where_events(self.db.dialect, learning_ids=learning_ids, user_id=user_id, kinds=kinds)
+        sql, params = where_events(
+            self.db.dialect, learning_ids=learning_ids, user_id=user_id, kinds=kinds, events=events
+        )
         params |= {"org_id": org_id, "limit": limit}
         return [rows.event_from(r) for r in self.db.all("list_events", params, where=sql)]
 
