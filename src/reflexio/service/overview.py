@@ -1,8 +1,9 @@
 """An org at a glance: what it learned, how sessions went, what the machinery is doing, what it cost.
 
 Each series is one value per day over the last ``days`` days (UTC), oldest first, read with
-bounded queries: counts per day through indexed filters, session verdicts and review events
-of the window read once (at most ``_VERDICTS`` / ``_EVENTS`` rows, the newest), job counts
+bounded queries: counts per day through indexed filters, session verdicts tallied per day by
+the store (every verdict of the window, none decoded here), review decisions of the window
+read once (at most ``_EVENTS`` rows, the newest), job counts
 capped at ``JOB_COUNT_CAP`` (shown as "1000+"). Nothing here loads a whole table.
 """
 
@@ -20,7 +21,7 @@ __all__ = ["DAY", "JOB_COUNT_CAP", "Impact", "Overview", "Series", "learning_imp
 DAY = 86_400
 #: Jobs counted per status at most (the count of a huge backlog is shown as "at least").
 JOB_COUNT_CAP = 1_000
-#: Session verdicts read for the window at most (the newest).
+#: Verdicts on injected learnings read at most (the newest).
 _VERDICTS = 5_000
 #: Agent-playbook history events read for the window at most (the newest).
 _EVENTS = 5_000
@@ -159,21 +160,15 @@ def _sessions(
     judged, succeeded = [0] * n, [0] * n
     shadow_judged, shadow_won = [0] * n, [0] * n
     corrections, escalated = [0] * n, [0] * n
-    rows = core.storage.list_evaluations(
-        org_id, kind="session", agent_version=agent_version, created_after=starts[0], limit=_VERDICTS
-    )
-    for row in rows:
-        i = _day_index(starts, row.created_at)
-        if i is None:
+    for tally in core.storage.session_verdict_days(
+        org_id, since=starts[0], day_seconds=DAY, agent_version=agent_version
+    ):
+        i = tally.day
+        if not 0 <= i < n:
             continue
-        judged[i] += 1
-        succeeded[i] += bool(row.result.get("is_success"))
-        corrections[i] += int(row.result.get("number_of_correction_per_session") or 0)
-        escalated[i] += bool(row.result.get("is_escalated"))
-        shadow = row.result.get("regular_vs_shadow")
-        if shadow:
-            shadow_judged[i] += 1
-            shadow_won[i] += shadow in ("shadow_is_better", "shadow_is_slightly_better")
+        judged[i], succeeded[i] = tally.judged, tally.succeeded
+        corrections[i], escalated[i] = tally.corrections, tally.escalated
+        shadow_judged[i], shadow_won[i] = tally.shadow_judged, tally.shadow_won
 
     def rate(part: list[int], whole: list[int]) -> list[float]:
         return [p / w if w else float("nan") for p, w in zip(part, whole, strict=True)]

@@ -36,6 +36,7 @@ from reflexio.records import (
     LearningEvent,
     LLMUsageRecord,
     RequestRecord,
+    SessionVerdictDay,
     UsageSummary,
 )
 
@@ -247,6 +248,16 @@ class Storage(JobQueue, Protocol):
         limit: int = 100,
     ) -> list[EvaluationRecord]:
         """Judgements of one kind, newest first."""
+        ...
+
+    def session_verdict_days(
+        self, org_id: str, *, since: float, day_seconds: int, agent_version: str | None = None
+    ) -> list[SessionVerdictDay]:
+        """Session verdicts since ``since``, tallied per ``day_seconds`` (days without any omitted).
+
+        Counted where they are stored, so a window of a million verdicts costs one grouped
+        scan of the index, not a million decoded rows.
+        """
         ...
 
     def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:

@@ -34,6 +34,7 @@ from reflexio.records import (
     LearningEvent,
     LLMUsageRecord,
     RequestRecord,
+    SessionVerdictDay,
     UsageSummary,
     now,
 )
@@ -339,6 +340,16 @@ class SqlStorage(SqlJobQueue):
         )
         params |= {"org_id": org_id, "limit": limit}
         return [rows.evaluation_from(r) for r in self.db.all("list_evaluations", params, where=sql)]
+
+    def session_verdict_days(
+        self, org_id: str, *, since: float, day_seconds: int, agent_version: str | None = None
+    ) -> list[SessionVerdictDay]:
+        sql, params = where_evaluations(
+            self.db.dialect, kind="session", agent_version=agent_version, created_after=since
+        )
+        params |= {"org_id": org_id, "start": since, "day": day_seconds}
+        found = self.db.all("session_verdict_days", params, where=sql)
+        return [SessionVerdictDay(**{k: int(v or 0) for k, v in r.items()}) for r in found]
 
     def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:
         r = self.db.one("get_bookmark", {"org_id": org_id, "user_id": user_id, "extractor": extractor})
