@@ -15,7 +15,7 @@ from reflexio.models import AddAgentPlaybookRequest, AgentPlaybook, GetAgentPlay
 from reflexio.records import Audit, EvaluationRecord, Learning, LearningKind
 from reflexio.service import playbooks
 from reflexio.service.core import Core, open_core
-from reflexio.service.overview import DAY, overview
+from reflexio.service.overview import DAY, overview, session_trend
 from reflexio.service.review import review
 from tests.conftest import BACKENDS, storage_url
 
@@ -90,3 +90,5 @@ def test_each_series_counts_its_own_day(core: Core) -> None:
 
     one = overview(core, ORG, days=14, agent_version="v1")
     assert one.verdicts == 2 and math.isnan(one.success[0].values[-1])
+    month = session_trend(core, ORG, days=31)
+    assert month.verdicts == 4 and len(month.days) == 31 and month.success[0].values[0] == 0.0

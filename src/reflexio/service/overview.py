@@ -16,7 +16,17 @@ from reflexio.filters import ACTIVE_STATUSES, LearningFilter
 from reflexio.records import Approval, JobStatus, LearningKind, LearningStatus
 from reflexio.service.core import Core
 
-__all__ = ["DAY", "JOB_COUNT_CAP", "Impact", "Overview", "Series", "learning_impacts", "overview"]
+__all__ = [
+    "DAY",
+    "JOB_COUNT_CAP",
+    "Impact",
+    "Overview",
+    "Series",
+    "SessionTrend",
+    "learning_impacts",
+    "overview",
+    "session_trend",
+]
 
 DAY = 86_400
 #: Jobs counted per status at most (the count of a huge backlog is shown as "at least").
@@ -71,10 +81,33 @@ class Overview:
     verdicts: int = 0
 
 
+@dataclass(slots=True)
+class SessionTrend:
+    """Session verdicts per day: the part of the overview the Evaluation screen shows."""
+
+    days: list[int]
+    success: list[Series]
+    friction: list[Series]
+    verdicts: int
+
+
+def _window(days: int) -> list[int]:
+    today = int(time.time()) // DAY * DAY
+    return [today - DAY * i for i in range(days - 1, -1, -1)]
+
+
+def session_trend(
+    core: Core, org_id: str, *, days: int = 30, agent_version: str | None = None
+) -> SessionTrend:
+    """Success and friction per day over the last ``days`` days (optionally one agent version's)."""
+    starts = _window(days)
+    success, friction, verdicts = _sessions(core, org_id, starts, agent_version)
+    return SessionTrend(starts, success, friction, verdicts)
+
+
 def overview(core: Core, org_id: str, *, days: int = 14, agent_version: str | None = None) -> Overview:
     """The org's overview over the last ``days`` days (optionally one agent version's)."""
-    today = int(time.time()) // DAY * DAY
-    starts = [today - DAY * i for i in range(days - 1, -1, -1)]
+    starts = _window(days)
     success, friction, verdicts = _sessions(core, org_id, starts, agent_version)
     tokens, cost = _usage(core, org_id, starts)
     return Overview(

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from reflexio.models import GetAgentSuccessEvaluationResultsRequest
 from reflexio.service import evaluations
-from reflexio.service.overview import learning_impacts, overview
+from reflexio.service.overview import learning_impacts, session_trend
 from reflexio.web.filters import Filters
 from reflexio.web.routing import Ask, page
 
@@ -24,7 +24,7 @@ DAYS = 30
 
 def _evaluation(ask: Ask) -> Response:
     filters = Filters.parse(ask.query)
-    data = overview(ask.core, ask.org_id, days=DAYS, agent_version=filters.agent_version or None)
+    data = session_trend(ask.core, ask.org_id, days=DAYS, agent_version=filters.agent_version or None)
     impacts, judged = learning_impacts(ask.core, ask.org_id, since=filters.created_after)
     recent = evaluations.agent_success_results(
         ask.core,
