@@ -93,13 +93,13 @@ def org(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterato
 
 
 def _served_ids(served: Served) -> set[int]:
-    client = ReflexioClient(url_endpoint=served.url, timeout=10)
-    found = client.search(
-        query="the customer wants a refund for a damaged order",
-        agent_version=AGENT,
-        entity_types=["agent_playbooks"],
-        threshold=0.0,
-    )
+    with ReflexioClient(url_endpoint=served.url, timeout=10) as client:
+        found = client.search(
+            query="the customer wants a refund for a damaged order",
+            agent_version=AGENT,
+            entity_types=["agent_playbooks"],
+            threshold=0.0,
+        )
     return {p.agent_playbook_id for p in found.agent_playbooks}
 
 
@@ -179,8 +179,8 @@ def test_deleting_a_user_removes_them_everywhere(page: Any, org: Served) -> None
         text = page.locator("main").inner_text()
         assert gone not in text, f"{path} still shows {gone}"
         assert kept in text, f"{path} lost {kept} too"
-    client = ReflexioClient(url_endpoint=org.url, timeout=10)
-    found = client.search(query=CORRECTION, user_id=gone, entity_types=["user_playbooks"], threshold=0.0)
+    with ReflexioClient(url_endpoint=org.url, timeout=10) as client:
+        found = client.search(query=CORRECTION, user_id=gone, entity_types=["user_playbooks"], threshold=0.0)
     assert found.user_playbooks == []
 
 
