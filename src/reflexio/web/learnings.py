@@ -19,6 +19,7 @@ from reflexio.filters import ACTIVE_STATUSES
 from reflexio.learn.review import state_of
 from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.service import browse
+from reflexio.service.overview import learning_impacts
 from reflexio.web.diffs import changed_fields
 from reflexio.web.filters import Filters, page_number
 from reflexio.web.routing import Ask, page
@@ -96,6 +97,8 @@ def _learning(ask: Ask) -> Response:
     agent = kind is LearningKind.AGENT_PLAYBOOK
     state = state_of(row.approval, row.status) if agent else None
     related = browse.related_user_playbooks(ask.core, ask.org_id, row) if agent else None
+    impacts, judged = learning_impacts(ask.core, ask.org_id)
+    impact = next((t for t in impacts if (t.kind, t.learning_id) == (kind.value, row.wire_id)), None)
     return ask.render(
         "learning.html",
         row=row,
@@ -103,6 +106,8 @@ def _learning(ask: Ask) -> Response:
         history=history,
         state=state,
         related=related,
+        impact=impact,
+        judged=judged,
         open_evidence=True,
     )
 
