@@ -26,7 +26,7 @@ SCREENS = [
     ("learnings", "/ui/learnings?q=refund+payment+method", "Learnings"),
     ("learning", None, None),
     ("users", "/ui/users", "Users"),
-    ("user", "/ui/users/ana.silva", "User ana.silva"),
+    ("user", "/ui/users/emma.novak", "User emma.novak"),  # a profile and two playbooks
     ("sessions", "/ui/sessions", "Sessions"),
     ("session", "/ui/sessions/ana-2", "Session ana-2"),
     ("evaluation", "/ui/evaluation", "Evaluation"),
