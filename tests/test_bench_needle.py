@@ -26,7 +26,9 @@ def test_the_check_catches_a_needle_that_breaks_its_kind() -> None:
     word = sorted(set(rows[0].rstrip(".").split()) - {"The", "user", "User"})[0]
     fake = [
         haystack.Needle("shared", f"The user owns a {word}", f"Does the user own a {word}?", lexical=True),
-        haystack.Needle("overlap", "The user is terrified of flying", "Is flying scary for them?", lexical=False),
+        haystack.Needle(
+            "overlap", "The user is terrified of flying", "Is flying scary for them?", lexical=False
+        ),
     ]
     assert haystack.check(fake, rows).broken == ["shared", "overlap"]
 

@@ -183,7 +183,9 @@ def test_a_floor_leaves_out_exactly_the_hits_the_caller_would_drop() -> None:
     base = CandidateQuery(filters=tuple(FILTERS), text="coffee tax order", vector=vector, embed_model="m")
 
     def fused(hit: Hit) -> float:
-        return ranking.fused_score(hit.vector_score, hit.fts_norm)
+        return ranking.fused_score(
+            hit.vector_score, hit.fts_norm, fts_best=hit.fts_best, fts_floor=hit.fts_floor
+        )
 
     everything = index.search(base, NOW)
     floored = index.search(replace(base, floor=0.3), NOW)
@@ -202,12 +204,13 @@ def test_batch_fusion_agrees_with_one_at_a_time() -> None:
     vec = np.asarray([rng.uniform(-0.2, 1.1) for _ in range(50)] + [np.nan] * 5)
     fts = np.asarray([rng.uniform(0, 1) for _ in range(55)])
     weights = ranking.FusionWeights(vector=0.3, fts=0.5)
-    batch = ranking.fused_scores(vec, fts, weights)
-    one = [
-        ranking.fused_score(None if v != v else float(v), float(f), weights)
-        for v, f in zip(vec, fts, strict=True)
-    ]
-    assert np.allclose(batch, one)
+    for spread in ({}, {"fts_best": 0.8, "fts_floor": 0.2}, {"fts_best": 0.0, "fts_floor": 0.0}):
+        batch = ranking.fused_scores(vec, fts, weights, **spread)  # type: ignore[arg-type]
+        one = [
+            ranking.fused_score(None if v != v else float(v), float(f), weights, **spread)  # type: ignore[arg-type]
+            for v, f in zip(vec, fts, strict=True)
+        ]
+        assert np.allclose(batch, one)
     assert np.allclose(
         ranking.fused_scores(vec[:3], None), [ranking.fused_score(float(v), None) for v in vec[:3]]
     )

@@ -86,7 +86,7 @@ from reflexio.storage.postgres_schema import migrate
 from reflexio.storage.postgres_search import (
     Conn,
     SearchStatement,
-    candidate,
+    candidates,
     hnsw_index,
     one_row,
     tsquery,
@@ -488,7 +488,7 @@ class PostgresStorage(PostgresJobQueue):
         out: list[Candidate] = []
         with self._read() as conn:
             for i, where in enumerate(query.filters):
-                out.extend(candidate(r, i) for r in self._searchone_row(conn, org_id, where, query))
+                out.extend(candidates(self._searchone_row(conn, org_id, where, query), i, query.limit))
         return out
 
     def _searchone_row(

@@ -29,6 +29,7 @@ __all__ = [
     "Conn",
     "SearchStatement",
     "candidate",
+    "candidates",
     "hnsw_index",
     "one_row",
     "query_vector",
@@ -113,6 +114,12 @@ class SearchStatement:
         kind = where.kinds[0] if len(set(where.kinds)) == 1 else None
         return cls(org_id, where_sql, where_params, text, vector, query.embed_model, limit, kind)
 
+    @property
+    def fts_limit(self) -> int:
+        """Rows the full-text arm ranks: the limit, and at least down to the scope's floor
+        (``ranking.FTS_FLOOR_RANK``), which fusion measures every candidate against."""
+        return max(self.limit, ranking.FTS_FLOOR_RANK)
+
     def run(self, conn: Conn, *, hnsw: bool) -> list[DictRow]:
         """The candidates, each with both arms' scores and ranks."""
         sql, params = self.statement(hnsw=hnsw)
@@ -137,7 +144,7 @@ class SearchStatement:
         if self.tsquery is not None:
             parts["fts"] = _Q["search_fts_arm"].format(where=self.where_sql)
             parts["fts_score"] = _Q["search_fts_score"]
-            arms += [self.tsquery, *scope, self.tsquery, self.limit]
+            arms += [self.tsquery, *scope, self.tsquery, self.fts_limit]
             scores += [self.tsquery]
         if self.vector is not None:
             dim = vector_dim(len(self.vector))  # a literal, so the partial HNSW index can match
@@ -151,15 +158,38 @@ class SearchStatement:
         return _Q["search_candidates"].format(**parts), arms + scores
 
 
-def candidate(r: DictRow, filter_index: int) -> Candidate:
+def candidates(found: Sequence[DictRow], filter_index: int, limit: int) -> list[Candidate]:
+    """One filter's candidates: the rows of each arm's top ``limit``, scored on both arms.
+
+    The full-text arm ranks down to the scope's floor (``SearchStatement.fts_limit``); its
+    rows past ``limit`` only measure the spread of the scope's shares and are not candidates.
+    """
+    ran = any(r["fts_score"] is not None for r in found)  # the arm ran (it may match nothing)
+    best, floor = ranking.fts_spread([_share(r) or 0.0 for r in found if r["fts_rank"] is not None])
+    return [
+        candidate(r, filter_index, best if ran else None, floor)
+        for r in found
+        if (r["fts_rank"] or limit + 1) <= limit or (r["vector_rank"] or limit + 1) <= limit
+    ]
+
+
+def _share(r: DictRow) -> float | None:
+    return None if r["fts_score"] is None else min(1.0, float(r["fts_score"]) / TS_RANK_CEILING)
+
+
+def candidate(
+    r: DictRow, filter_index: int, fts_best: float | None = None, fts_floor: float = 0.0
+) -> Candidate:
     fts = None if r["fts_score"] is None else float(r["fts_score"])
     sim = None if r["vector_score"] is None else float(r["vector_score"])
     return Candidate(
         learning=rows.learning_from(r),
         filter_index=filter_index,
         fts_score=fts,
-        fts_norm=None if fts is None else min(1.0, fts / TS_RANK_CEILING),
+        fts_norm=_share(r),
         fts_rank=r["fts_rank"],
         vector_score=sim,
         vector_rank=r["vector_rank"],
+        fts_best=fts_best,
+        fts_floor=fts_floor,
     )
