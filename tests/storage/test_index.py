@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, LearningKind, LearningStatus
+from reflexio.storage import index_file
 from reflexio.storage.index import Hit, IndexRow, LearningIndex
 
 WORDS = [
@@ -214,3 +216,42 @@ def test_batch_fusion_agrees_with_one_at_a_time() -> None:
     assert np.allclose(
         ranking.fused_scores(vec[:3], None), [ranking.fused_score(float(v), None) for v in vec[:3]]
     )
+
+
+def test_an_index_rebuilt_from_its_state_answers_and_changes_alike(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 900)])
+    for i in rng.sample(range(1, 900), 200):  # appended, unclustered positions and dead ones
+        index.upsert([make_row(i, rng)])
+    index.remove(range(1, 900, 13))
+    np.savez(tmp_path / "state.npz", **index.state())
+    with np.load(tmp_path / "state.npz", allow_pickle=False) as saved:
+        copy = LearningIndex.from_state({key: saved[key] for key in saved.files})
+    assert len(copy) == len(index)
+    assert answers(copy) == answers(index)
+    for same in (index, copy):  # both go on changing the same way, compaction included
+        change = random.Random(8)
+        same.upsert([make_row(i, change) for i in change.sample(range(1, 1200), 400)])
+        same.remove(range(2, 900, 7))
+    assert answers(copy) == answers(index)
+    index.compact()
+    copy.compact()
+    assert answers(copy) == answers(index)
+    assert copy.vector_of(3) is not None and np.allclose(copy.vector_of(3), index.vector_of(3))  # type: ignore[arg-type]
+
+
+def test_a_snapshot_file_loads_only_for_its_org_and_database_and_never_raises(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 300)])
+    path = index_file.path_for(tmp_path / "snapshots", "org/ü")
+    index_file.save(path, index_file.Snapshot(index, "org/ü", 41, "db-1"))
+    loaded = index_file.load(path, org_id="org/ü", database="db-1")
+    assert loaded is not None and loaded.seq == 41 and answers(loaded.index) == answers(index)
+    assert index_file.load(path, org_id="other", database="db-1") is None
+    assert index_file.load(path, org_id="org/ü", database="db-2") is None
+    assert index_file.load(tmp_path / "missing.npz", org_id="org/ü", database="db-1") is None
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn or damaged file
+    assert index_file.load(path, org_id="org/ü", database="db-1") is None
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temporary left behind

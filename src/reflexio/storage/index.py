@@ -21,6 +21,7 @@ are compacted (and re-clustered) when too many positions are dead or unclustered
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ import numpy.typing as npt
 from reflexio import ranking
 from reflexio.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector
-from reflexio.storage.postings import Codes, Positions, Postings, Selection, isin, top
+from reflexio.storage.postings import Codes, Forward, Positions, Postings, Selection, isin, top
 
 __all__ = ["Hit", "IndexRow", "LearningIndex"]
 
@@ -186,7 +187,7 @@ class LearningIndex:
         self._profile_pos: dict[str, int] = {}
         self._terms: dict[str, Postings] = {}
         self._df: dict[str, int] = {}
-        self._forward: list[tuple[str, ...]] = []
+        self._forward = Forward()
         self._tag_pos: dict[str, list[int]] = {}
         self._scoped: dict[tuple[str, ...], dict[int, Positions]] = {cols: {} for cols in _SCOPES}
         self._users, self._versions, self._names = Codes(), Codes(), Codes()
@@ -404,7 +405,7 @@ class LearningIndex:
         self._vectors = {dim: v for dim, v in self._vectors.items() if dim in live_dims}
         for vectors in self._vectors.values():
             vectors[: len(order)] = vectors[order]
-        self._forward = [self._forward[i] for i in order]
+        self._forward = self._forward.reordered(order.tolist())
         for term in list(self._terms):
             pos, tf = self._terms[term].arrays()
             new = remap[pos]
@@ -423,6 +424,73 @@ class LearningIndex:
         self._profile_pos = {k: int(remap[p]) for k, p in self._profile_pos.items() if remap[p] >= 0}
         self._n = self._clustered = len(order)
         self._index_scopes()
+
+    # -- snapshots ----------------------------------------------------------------------------
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """Everything the index holds, as flat arrays that ``from_state`` rebuilds it from.
+
+        For snapshots on disk (``storage.index_file``): arrays only, strings as JSON bytes,
+        so a snapshot loads without unpickling anything.
+        """
+        n = self._n
+        out: dict[str, npt.NDArray[Any]] = {f"col.{name}": arr[:n] for name, arr in self._c.items()}
+        out |= {f"vec.{dim}": matrix[:n] for dim, matrix in self._vectors.items()}
+        names = list(self._terms)
+        number = {term: i for i, term in enumerate(names)}
+        postings = [self._terms[term].arrays() for term in names]
+        out["terms"] = _json_bytes(names)
+        out["term.df"] = np.asarray([self._df.get(term, 0) for term in names], dtype=np.int64)
+        out["term.ends"] = np.cumsum([len(pos) for pos, _ in postings], dtype=np.int64)
+        out["term.pos"] = np.concatenate([pos for pos, _ in postings]) if postings else _EMPTY
+        out["term.tf"] = np.concatenate([tf for _, tf in postings]) if postings else np.empty(0, np.float32)
+        out["forward.terms"], out["forward.ends"] = self._forward.packed(number)
+        tags = list(self._tag_pos)
+        out["tags"] = _json_bytes(tags)
+        out["tag.ends"] = np.cumsum([len(self._tag_pos[t]) for t in tags], dtype=np.int64)
+        out["tag.pos"] = np.asarray([p for t in tags for p in self._tag_pos[t]], dtype=np.int64)
+        out["profiles"] = _json_bytes(list(self._profile_pos))
+        out["profile.pos"] = np.asarray(list(self._profile_pos.values()), dtype=np.int64)
+        out["codes"] = _json_bytes([codes.values() for codes in self._codes()])
+        out["sizes"] = np.asarray([n, self._live_count, self._clustered], dtype=np.int64)
+        out["total_len"] = np.asarray([self._total_len], dtype=np.float64)
+        return out
+
+    @classmethod
+    def from_state(cls, state: dict[str, npt.NDArray[Any]]) -> LearningIndex:
+        """The index ``state()`` was taken of."""
+        n, live_count, clustered = (int(x) for x in state["sizes"])
+        index = cls()
+        if n:  # the arrays are taken over as they are: the first append grows them
+            index._c = {name: state[f"col.{name}"] for name in _COLUMNS}
+            index._vectors = {int(key[4:]): m for key, m in state.items() if key.startswith("vec.")}
+            index._cap = n
+        index._n, index._live_count, index._clustered = n, live_count, clustered
+        index._total_len = float(state["total_len"][0])
+        names = _from_json_bytes(state["terms"])
+        pos, tf = state["term.pos"], state["term.tf"]
+        starts = np.concatenate([[0], state["term.ends"][:-1]]).astype(np.int64)
+        for term, a, b, df in zip(
+            names, starts.tolist(), state["term.ends"].tolist(), state["term.df"].tolist(), strict=True
+        ):
+            index._terms[term] = Postings(pos[a:b], tf[a:b])
+            if df:
+                index._df[term] = df
+        index._forward = Forward(state["forward.terms"], state["forward.ends"], names)
+        tags = _from_json_bytes(state["tags"])
+        tagged = np.split(state["tag.pos"], state["tag.ends"][:-1]) if tags else []
+        index._tag_pos = {t: p.tolist() for t, p in zip(tags, tagged, strict=True)}
+        index._profile_pos = dict(
+            zip(_from_json_bytes(state["profiles"]), state["profile.pos"].tolist(), strict=True)
+        )
+        for codes, values in zip(index._codes(), _from_json_bytes(state["codes"]), strict=True):
+            codes.restore(values)
+        live = np.flatnonzero(index._c["live"][:n])
+        index._pos_of = dict(zip(index._c["ids"][live].tolist(), live.tolist(), strict=True))
+        index._index_scopes()
+        return index
+
+    def _codes(self) -> tuple[Codes, ...]:
+        return self._users, self._versions, self._names, self._requests, self._sources, self._models
 
     # -- reads ------------------------------------------------------------------------------
     def search(self, query: CandidateQuery, now: int) -> list[list[Hit]]:
@@ -700,6 +768,14 @@ class LearningIndex:
             return None
         vector: Vector = self._vectors[int(self._c["dim"][pos])][pos]
         return vector
+
+
+def _json_bytes(values: Any) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(json.dumps(values).encode(), dtype=np.uint8)
+
+
+def _from_json_bytes(data: npt.NDArray[np.uint8]) -> Any:
+    return json.loads(data.tobytes().decode())
 
 
 def _batched(rows: Iterable[IndexRow], size: int) -> Iterator[list[IndexRow]]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Codes", "Positions", "Postings", "Selection", "intersect", "isin", "top"]
+__all__ = ["Codes", "Forward", "Positions", "Postings", "Selection", "intersect", "isin", "top"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -35,6 +35,14 @@ class Codes:
 
     def lookup(self, value: str) -> int | None:
         return self._codes.get(value)
+
+    def values(self) -> list[str]:
+        """Every interned string, in code order."""
+        return list(self._codes)
+
+    def restore(self, values: Sequence[str]) -> None:
+        """Intern ``values`` as codes 0, 1, ... (into an empty instance, from ``values()``)."""
+        self._codes = {value: i for i, value in enumerate(values)}
 
 
 class Positions:
@@ -84,6 +92,49 @@ class Postings:
 
     def __len__(self) -> int:
         return len(self.pos) + len(self._buf_pos)
+
+
+class Forward:
+    """Each position's distinct terms, which removing a row takes back from the term counts.
+
+    A packed base (term numbers per position, as a snapshot stores them) plus tuples appended
+    since, so that a snapshot loads without building one tuple per row.
+    """
+
+    __slots__ = ("_ends", "_flat", "_names", "_rows")
+
+    def __init__(
+        self, flat: IntArray | None = None, ends: IntArray | None = None, names: Sequence[str] = ()
+    ) -> None:
+        self._flat = _EMPTY if flat is None else flat
+        self._ends = _EMPTY if ends is None else ends
+        self._names = list(names)
+        self._rows: list[tuple[str, ...]] = []
+
+    def __len__(self) -> int:
+        return len(self._ends) + len(self._rows)
+
+    def __getitem__(self, p: int) -> tuple[str, ...]:
+        base = len(self._ends)
+        if p >= base:
+            return self._rows[p - base]
+        start = int(self._ends[p - 1]) if p else 0
+        return tuple(self._names[i] for i in self._flat[start : int(self._ends[p])].tolist())
+
+    def append(self, terms: tuple[str, ...]) -> None:
+        self._rows.append(terms)
+
+    def reordered(self, order: Sequence[int]) -> Forward:
+        """The positions ``order`` lists, in that order (for compaction)."""
+        out = Forward()
+        out._rows = [self[i] for i in order]
+        return out
+
+    def packed(self, number: dict[str, int]) -> tuple[IntArray, IntArray]:
+        """(term numbers, end offsets) of every position, terms numbered by ``number``."""
+        rows = [self[p] for p in range(len(self))]
+        ends = np.cumsum([len(terms) for terms in rows], dtype=np.int64)
+        return np.asarray([number[t] for terms in rows for t in terms], dtype=np.int64), ends
 
 
 class Selection:
