@@ -277,7 +277,7 @@ def bm25_idf(doc_freq: int, n_docs: int) -> float:
 def bm25_ceiling(idfs: Iterable[float]) -> float:
     """The BM25 a document would reach matching every query term at saturation.
 
-    Pass the IDF of every query term, absent ones too (at the IDF of a term no row holds):
+    Pass the IDF of every query term, absent ones too (at the IDF of a term one row holds):
     a query matched on one common word of three is matched on a third of it, not all of it.
     """
     return float(sum(idfs)) * (BM25_K1 + 1.0)

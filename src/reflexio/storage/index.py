@@ -506,13 +506,14 @@ class LearningIndex:
     def _query_terms(self, query: CandidateQuery) -> tuple[list[_Term], float]:
         """The query's terms that some row holds, and the query's BM25 ceiling.
 
-        The ceiling counts every term, those no row holds at the IDF of an unseen term: a
-        query matched on one common word of three shares a third of its weight, not all of it.
+        The ceiling counts every term, those no row holds as much as the rarest term a row
+        could hold (a document frequency of one): a query matched on one common word of three
+        shares a third of its weight, not all of it.
         """
         if query.mode is SearchMode.VECTOR:
             return [], 0.0
         n_docs = max(self._live_count, 1)
-        unseen = ranking.bm25_idf(0, n_docs)
+        unseen = ranking.bm25_idf(1, n_docs)
         out, idfs = [], []
         for term in ranking.query_terms(query.text):
             postings = self._terms.get(term)
