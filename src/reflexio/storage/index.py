@@ -651,12 +651,13 @@ class LearningIndex:
         avgdl = self._total_len / max(self._live_count, 1) or 1.0
         k1, b = ranking.BM25_K1, ranking.BM25_B
         local, weights = [], []
+        doc_len = scope.take(self._c["doc_len"])
         for pos, tf, idf in terms:
             at, t = scope.meet(pos, tf)
             if eligible is not None:
                 selected = eligible[at]
                 at, t = at[selected], t[selected]
-            norm = k1 * (1.0 - b + b * self._c["doc_len"][scope.positions[at]] / avgdl)
+            norm = k1 * (1.0 - b + b * doc_len[at] / avgdl)
             local.append(at)
             weights.append(idf * t * (k1 + 1.0) / (t + norm))
         raw = np.bincount(np.concatenate(local), weights=np.concatenate(weights), minlength=len(scope))
