@@ -255,3 +255,19 @@ def test_a_snapshot_file_loads_only_for_its_org_and_database_and_never_raises(tm
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn or damaged file
     assert index_file.load(path, org_id="org/ü", database="db-1") is None
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temporary left behind
+
+
+def test_a_frozen_state_is_the_index_as_it_was_though_it_changes_before_the_arrays_are_taken() -> None:
+    rng = random.Random(10)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 700)])
+    index.upsert([make_row(i, rng) for i in rng.sample(range(1, 700), 100)])
+    expected = answers(LearningIndex.from_state(index.state()))
+    frozen = index.freeze()
+    change = random.Random(11)
+    for i in change.sample(range(1, 900), 300):  # writes over old positions, new ones, removals
+        index.upsert([make_row(i, change, tags=("a", "z"))])
+    index.remove(range(1, 700, 3))
+    index.compact()
+    assert answers(LearningIndex.from_state(frozen())) == expected
+    assert answers(index) != expected

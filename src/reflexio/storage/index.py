@@ -22,7 +22,7 @@ are compacted (and re-clustered) when too many positions are dead or unclustered
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -402,9 +402,9 @@ class LearningIndex:
         for arr in c.values():
             arr[: len(order)] = arr[order]
         live_dims = set(np.unique(c["dim"][order]).tolist())
-        self._vectors = {dim: v for dim, v in self._vectors.items() if dim in live_dims}
-        for vectors in self._vectors.values():
-            vectors[: len(order)] = vectors[order]
+        self._vectors = {  # new arrays, not permuted in place: a frozen state may refer to these
+            dim: _with_rows(v, order, self._cap) for dim, v in self._vectors.items() if dim in live_dims
+        }
         self._forward = self._forward.reordered(order.tolist())
         for term in list(self._terms):
             pos, tf = self._terms[term].arrays()
@@ -432,28 +432,50 @@ class LearningIndex:
         For snapshots on disk (``storage.index_file``): arrays only, strings as JSON bytes,
         so a snapshot loads without unpickling anything.
         """
+        return self.freeze()()
+
+    def freeze(self) -> Callable[[], dict[str, npt.NDArray[Any]]]:
+        """``state()`` as of now, to be computed later without holding the index still.
+
+        What changes in place (the columns, the tag and profile maps) is copied here, which is
+        cheap; the rest (vectors, postings, term lists) is never changed in place below the
+        current size, compaction included, so it is only referenced. A snapshot taken in the
+        background thus holds the caller's lock for milliseconds, not for the whole write.
+        """
         n = self._n
-        out: dict[str, npt.NDArray[Any]] = {f"col.{name}": arr[:n] for name, arr in self._c.items()}
-        out |= {f"vec.{dim}": matrix[:n] for dim, matrix in self._vectors.items()}
-        names = list(self._terms)
-        number = {term: i for i, term in enumerate(names)}
-        postings = [self._terms[term].arrays() for term in names]
-        out["terms"] = _json_bytes(names)
-        out["term.df"] = np.asarray([self._df.get(term, 0) for term in names], dtype=np.int64)
-        out["term.ends"] = np.cumsum([len(pos) for pos, _ in postings], dtype=np.int64)
-        out["term.pos"] = np.concatenate([pos for pos, _ in postings]) if postings else _EMPTY
-        out["term.tf"] = np.concatenate([tf for _, tf in postings]) if postings else np.empty(0, np.float32)
-        out["forward.terms"], out["forward.ends"] = self._forward.packed(number)
-        tags = list(self._tag_pos)
-        out["tags"] = _json_bytes(tags)
-        out["tag.ends"] = np.cumsum([len(self._tag_pos[t]) for t in tags], dtype=np.int64)
-        out["tag.pos"] = np.asarray([p for t in tags for p in self._tag_pos[t]], dtype=np.int64)
-        out["profiles"] = _json_bytes(list(self._profile_pos))
-        out["profile.pos"] = np.asarray(list(self._profile_pos.values()), dtype=np.int64)
-        out["codes"] = _json_bytes([codes.values() for codes in self._codes()])
-        out["sizes"] = np.asarray([n, self._live_count, self._clustered], dtype=np.int64)
-        out["total_len"] = np.asarray([self._total_len], dtype=np.float64)
-        return out
+        columns = {f"col.{name}": arr[:n].copy() for name, arr in self._c.items()}
+        vectors = {f"vec.{dim}": matrix[:n] for dim, matrix in self._vectors.items()}
+        postings = {term: p.arrays() for term, p in self._terms.items()}
+        df = [self._df.get(term, 0) for term in postings]
+        forward = self._forward
+        tags = {t: list(positions) for t, positions in self._tag_pos.items()}
+        profiles = dict(self._profile_pos)
+        codes = [codes.values() for codes in self._codes()]
+        sizes = np.asarray([n, self._live_count, self._clustered], dtype=np.int64)
+        total_len = np.asarray([self._total_len], dtype=np.float64)
+
+        def arrays() -> dict[str, npt.NDArray[Any]]:
+            names = list(postings)
+            out: dict[str, npt.NDArray[Any]] = {**columns, **vectors}
+            out["terms"] = _json_bytes(names)
+            out["term.df"] = np.asarray(df, dtype=np.int64)
+            out["term.ends"] = np.cumsum([len(pos) for pos, _ in postings.values()], dtype=np.int64)
+            out["term.pos"] = np.concatenate([pos for pos, _ in postings.values()]) if names else _EMPTY
+            out["term.tf"] = (
+                np.concatenate([tf for _, tf in postings.values()]) if names else np.empty(0, np.float32)
+            )
+            number = {term: i for i, term in enumerate(names)}
+            out["forward.terms"], out["forward.ends"] = forward.packed(number, n)
+            out["tags"] = _json_bytes(list(tags))
+            out["tag.ends"] = np.cumsum([len(p) for p in tags.values()], dtype=np.int64)
+            out["tag.pos"] = np.asarray([p for ps in tags.values() for p in ps], dtype=np.int64)
+            out["profiles"] = _json_bytes(list(profiles))
+            out["profile.pos"] = np.asarray(list(profiles.values()), dtype=np.int64)
+            out["codes"] = _json_bytes(codes)
+            out["sizes"], out["total_len"] = sizes, total_len
+            return out
+
+        return arrays
 
     @classmethod
     def from_state(cls, state: dict[str, npt.NDArray[Any]]) -> LearningIndex:
@@ -770,6 +792,13 @@ class LearningIndex:
             return None
         vector: Vector = self._vectors[int(self._c["dim"][pos])][pos]
         return vector
+
+
+def _with_rows(matrix: npt.NDArray[np.float32], order: IntArray, capacity: int) -> npt.NDArray[np.float32]:
+    """A new matrix of ``capacity`` rows starting with ``matrix[order]``."""
+    out = np.zeros((capacity, matrix.shape[1]), dtype=matrix.dtype)
+    out[: len(order)] = matrix[order]
+    return out
 
 
 def _json_bytes(values: Any) -> npt.NDArray[np.uint8]:

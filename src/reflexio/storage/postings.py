@@ -130,9 +130,9 @@ class Forward:
         out._rows = [self[i] for i in order]
         return out
 
-    def packed(self, number: dict[str, int]) -> tuple[IntArray, IntArray]:
-        """(term numbers, end offsets) of every position, terms numbered by ``number``."""
-        rows = [self[p] for p in range(len(self))]
+    def packed(self, number: dict[str, int], count: int) -> tuple[IntArray, IntArray]:
+        """(term numbers, end offsets) of the first ``count`` positions, terms numbered by ``number``."""
+        rows = [self[p] for p in range(count)]
         ends = np.cumsum([len(terms) for terms in rows], dtype=np.int64)
         return np.asarray([number[t] for terms in rows for t in terms], dtype=np.int64), ends
 
