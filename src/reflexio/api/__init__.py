@@ -17,6 +17,7 @@ from reflexio.api.routes import (
     org_config,
     playbooks,
     profiles,
+    provenance,
     search,
     system,
     users,
@@ -45,6 +46,17 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.include_router(system.public)
-    for module in (system, interactions, profiles, playbooks, search, org_config, users, jobs, generation):
+    for module in (
+        system,
+        interactions,
+        profiles,
+        playbooks,
+        search,
+        provenance,
+        org_config,
+        users,
+        jobs,
+        generation,
+    ):
         app.include_router(module.router)
     return app
