@@ -15,7 +15,7 @@ full-text hit and the BM25 of every vector hit), so fusion never guesses a missi
   ``fused_score`` for the measurements);
 * ``rrf_scores`` is reciprocal-rank fusion (k=60), kept for comparison in the benchmarks:
   on LoCoMo (bench/locomo.py) it reaches hybrid Recall@10 0.769 with wordllama and 0.779 with
-  MiniLM, against 0.798 and 0.829 for the calibrated fusion, which sees how far apart two
+  MiniLM, against 0.798 and 0.833 for the calibrated fusion, which sees how far apart two
   candidates' scores are rather than only their order.
 
 After fusion, ``cohesion_boost`` lifts the siblings of the best hits: learnings extracted from
