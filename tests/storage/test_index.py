@@ -246,15 +246,33 @@ def test_a_snapshot_file_loads_only_for_its_org_and_database_and_never_raises(tm
     index = LearningIndex()
     index.upsert([make_row(i, rng) for i in range(1, 300)])
     path = index_file.path_for(tmp_path / "snapshots", "org/ü")
-    index_file.save(path, index_file.Snapshot(index, "org/ü", 41, "db-1"))
-    loaded = index_file.load(path, org_id="org/ü", database="db-1")
-    assert loaded is not None and loaded.seq == 41 and answers(loaded.index) == answers(index)
-    assert index_file.load(path, org_id="other", database="db-1") is None
-    assert index_file.load(path, org_id="org/ü", database="db-2") is None
-    assert index_file.load(tmp_path / "missing.npz", org_id="org/ü", database="db-1") is None
+    index_file.write(path, index_file.Snapshot("org/ü", 41, (7, 9), "db-1"), index.state())
+    loaded = index_file.read(path, org_id="org/ü", database="db-1")
+    assert loaded is not None and loaded[0] == index_file.Snapshot("org/ü", 41, (7, 9), "db-1")
+    assert answers(loaded[1]) == answers(index)
+    assert index_file.read(path, org_id="other", database="db-1") is None
+    assert index_file.read(path, org_id="org/ü", database="db-2") is None
+    assert index_file.read(tmp_path / "missing.npz", org_id="org/ü", database="db-1") is None
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn or damaged file
-    assert index_file.load(path, org_id="org/ü", database="db-1") is None
+    assert index_file.read(path, org_id="org/ü", database="db-1") is None
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temporary left behind
+
+
+def test_snapshots_are_written_after_a_build_after_many_changes_and_on_close(tmp_path: Path) -> None:
+    rng = random.Random(12)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 200)])
+    snapshots = index_file.Snapshots(tmp_path, "db")
+    snapshots.offer(index, index_file.Snapshot("o", 5, (), "db"), built=True)
+    index.upsert([make_row(300, rng)])  # changes after the offer are not in that snapshot
+    snapshots.offer(index, index_file.Snapshot("o", 6, (300,), "db"), built=False, rows=len(index))
+    snapshots.close()  # waits for the queued write
+    found = index_file.Snapshots(tmp_path, "db").load("o")
+    assert found is not None and found[0].seq == 5 and len(found[1]) == 199  # a few changes: kept
+    later = index_file.Snapshots(tmp_path, "db")
+    later.close([(index, index_file.Snapshot("o", 6, (300,), "db"))])  # closing writes the latest
+    found = index_file.Snapshots(tmp_path, "db").load("o")
+    assert found is not None and found[0].seq == 6 and answers(found[1]) == answers(index)
 
 
 def test_a_frozen_state_is_the_index_as_it_was_though_it_changes_before_the_arrays_are_taken() -> None:

@@ -1,12 +1,18 @@
 """Search-index snapshots on disk: an org's ``LearningIndex`` with the change-log position it
-reflects, so that a restarted server starts from it and catches up on the few changes since,
+reflects, so that a restarted server starts from it and catches up on the changes since,
 instead of rebuilding from every row (seconds at 100k rows; bench/search measures both).
 
-A snapshot is a cache, never a source of truth: it names the database it was taken of and the
-org's learning sequence number it reflects, and one that is missing, damaged, of another format,
-of another database or newer than the database is ignored (the index is rebuilt). Files are
-written to a temporary name and renamed, so a reader sees the old snapshot or the new one.
-The format is plain numpy arrays (``np.savez``), loaded with ``allow_pickle=False``.
+A snapshot is a cache, never a source of truth. It names the database it was taken of, the
+org's learning sequence number it reflects and the learnings changed at that number; one that
+is missing, damaged, of another format, org or database, newer than the database or whose last
+changes the database does not list (a restored backup that has since taken other writes) is
+not used, and the index is rebuilt. Files are written to a temporary name and renamed, so a
+reader sees the old snapshot or the new one. The format is plain numpy arrays (``np.savez``),
+read with ``allow_pickle=False``.
+
+``Snapshots`` decides when to write: after an index is built from rows, after it has caught up
+on many changes (at most once a minute per org), and when the storage closes; writing runs on
+one background thread, from a state frozen under the caller's lock (``LearningIndex.freeze``).
 """
 
 from __future__ import annotations
@@ -15,7 +21,10 @@ import hashlib
 import json
 import logging
 import os
+import threading
+import time
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,22 +33,29 @@ import numpy as np
 
 from reflexio.storage.index import LearningIndex
 
-__all__ = ["FORMAT", "Snapshot", "load", "path_for", "save"]
+__all__ = ["FORMAT", "Snapshot", "Snapshots", "read", "write"]
 
 log = logging.getLogger(__name__)
 
 #: Bump when ``LearningIndex.state()`` changes shape: older snapshots are then ignored.
 FORMAT = 1
 _META = "__snapshot__"
+#: A caught-up index is written again after this many changed rows (or a twentieth of its
+#: rows, if more) and at most this often: a restart then replays at most that many changes.
+REFRESH_CHANGES = 1000
+REFRESH_SECONDS = 60.0
+
+Arrays = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """An index as it was at ``seq`` of its org's change log, in database ``database``."""
+    """Where an index stands: its org, the sequence number it reflects, the learnings changed
+    at that number (a fingerprint of the history it saw) and the database it came from."""
 
-    index: LearningIndex
     org_id: str
     seq: int
+    tail: tuple[int, ...]
     database: str
 
 
@@ -48,16 +64,16 @@ def path_for(folder: Path, org_id: str) -> Path:
     return folder / f"{hashlib.sha256(org_id.encode()).hexdigest()[:24]}.npz"
 
 
-def save(path: Path, snapshot: Snapshot) -> None:
-    """Write ``snapshot`` to ``path`` atomically (durable once this returns)."""
+def write(path: Path, snapshot: Snapshot, arrays: Arrays) -> None:
+    """Write an index's ``state()`` arrays as ``snapshot``, atomically (durable on return)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"format": FORMAT, "org_id": snapshot.org_id, "seq": snapshot.seq, "database": snapshot.database}
-    arrays: dict[str, Any] = {_META: np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
-    arrays |= snapshot.index.state()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    meta["tail"] = list(snapshot.tail)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with tmp.open("wb") as f:
-            np.savez(f, **arrays)
+            tagged: Arrays = {_META: np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays}
+            np.savez(f, **tagged)
             f.flush()
             os.fsync(f.fileno())
         tmp.replace(path)
@@ -65,21 +81,100 @@ def save(path: Path, snapshot: Snapshot) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def load(path: Path, *, org_id: str, database: str) -> Snapshot | None:
-    """The snapshot at ``path`` if it is one of ``org_id`` in ``database``; None otherwise.
+def read(path: Path, *, org_id: str, database: str) -> tuple[Snapshot, LearningIndex] | None:
+    """The snapshot at ``path`` and its index, if it is one of ``org_id`` in ``database``.
 
-    Anything unreadable is logged and ignored rather than raised: the caller rebuilds.
+    Anything unreadable is logged and passed over rather than raised: the caller rebuilds.
     """
     if not path.exists():
         return None
     try:
         with np.load(path, allow_pickle=False) as saved:
             meta = json.loads(saved[_META].tobytes().decode())
-            if meta != {**meta, "format": FORMAT, "org_id": org_id, "database": database}:
-                log.info("ignoring search snapshot %s: of another format, org or database", path)
+            if (meta.get("format"), meta.get("org_id"), meta.get("database")) != (FORMAT, org_id, database):
+                log.info("not using search snapshot %s: of another format, org or database", path)
                 return None
             state = {key: saved[key] for key in saved.files if key != _META}
-        return Snapshot(LearningIndex.from_state(state), org_id, int(meta["seq"]), database)
+        snapshot = Snapshot(org_id, int(meta["seq"]), tuple(int(i) for i in meta["tail"]), database)
+        return snapshot, LearningIndex.from_state(state)
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
-        log.warning("ignoring unreadable search snapshot %s: %s", path, exc)
+        log.warning("not using unreadable search snapshot %s: %s", path, exc)
         return None
+
+
+class Snapshots:
+    """The snapshots of one database's indexes, in one folder, written in the background."""
+
+    def __init__(self, folder: Path, database: str) -> None:
+        """Keep snapshots of ``database``'s indexes in ``folder``."""
+        self.folder = folder
+        self.database = database
+        self._written: dict[str, tuple[int, float]] = {}  # org -> (seq, when), written or queued
+        self._pending: dict[str, tuple[Snapshot, Callable[[], Arrays]]] = {}
+        self._wake = threading.Condition()
+        self._closed = False
+        self._writer = threading.Thread(target=self._write_loop, name="search-snapshots", daemon=True)
+        self._writer.start()
+
+    def load(self, org_id: str) -> tuple[Snapshot, LearningIndex] | None:
+        """The org's latest snapshot and its index, or None."""
+        found = read(path_for(self.folder, org_id), org_id=org_id, database=self.database)
+        if found is not None:
+            self._written.setdefault(org_id, (found[0].seq, time.monotonic()))
+        return found
+
+    def offer(self, index: LearningIndex, snapshot: Snapshot, *, built: bool, rows: int = 0) -> None:
+        """Queue a write of ``index`` as ``snapshot`` if it is worth one; call it under the lock
+        that keeps ``index`` still (freezing it takes milliseconds, writing happens later).
+
+        Worth one: the index was just ``built`` from rows, or it has moved on by
+        ``REFRESH_CHANGES`` sequence numbers (or a twentieth of its ``rows``) since the last
+        write and that was ``REFRESH_SECONDS`` ago.
+        """
+        seq, when = self._written.get(snapshot.org_id, (-1, 0.0))
+        if snapshot.seq == seq:
+            return
+        fresh = time.monotonic() - when < REFRESH_SECONDS
+        if not built and (fresh or snapshot.seq - seq < max(REFRESH_CHANGES, rows // 20)):
+            return
+        self._queue(index, snapshot)
+
+    def close(self, last: Sequence[tuple[LearningIndex, Snapshot]] = ()) -> None:
+        """Write what is queued and every index of ``last`` not written at its sequence number,
+        then stop (the storage is closing: its indexes no longer change)."""
+        for index, snapshot in last:
+            if self._written.get(snapshot.org_id, (-1, 0.0))[0] != snapshot.seq:
+                self._queue(index, snapshot)
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._writer.join()
+
+    def _queue(self, index: LearningIndex, snapshot: Snapshot) -> None:
+        with self._wake:
+            if self._closed:
+                return
+            self._pending[snapshot.org_id] = (snapshot, index.freeze())
+            self._written[snapshot.org_id] = (snapshot.seq, time.monotonic())
+            self._wake.notify()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._wake:
+                while not self._pending and not self._closed:
+                    self._wake.wait()
+                if not self._pending:
+                    return
+                org_id, (snapshot, frozen) = self._pending.popitem()
+            started = time.monotonic()
+            try:
+                write(path_for(self.folder, org_id), snapshot, frozen())
+            except OSError as exc:  # a full disk must not stop searches: the next restart rebuilds
+                log.warning("could not write the search snapshot of org %s: %s", org_id, exc)
+            else:
+                log.debug(
+                    "search snapshot of org %s at seq %s in %.2fs",
+                    org_id,
+                    snapshot.seq,
+                    time.monotonic() - started,
+                )
