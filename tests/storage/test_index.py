@@ -263,9 +263,12 @@ def test_snapshots_are_written_after_a_build_after_many_changes_and_on_close(tmp
     index = LearningIndex()
     index.upsert([make_row(i, rng) for i in range(1, 200)])
     snapshots = index_file.Snapshots(tmp_path, "db")
-    snapshots.offer(index, index_file.Snapshot("o", 5, (), "db"), built=True)
-    index.upsert([make_row(300, rng)])  # changes after the offer are not in that snapshot
-    snapshots.offer(index, index_file.Snapshot("o", 6, (300,), "db"), built=False, rows=len(index))
+    assert snapshots.wants("o", 5, built=True)
+    snapshots.queue(index, index_file.Snapshot("o", 5, (), "db"))
+    index.upsert([make_row(300, rng)])  # changes after queueing are not in that snapshot
+    assert not snapshots.wants("o", 5, built=True)  # written at that number already
+    assert not snapshots.wants("o", 6, built=False, rows=len(index))  # one change: not worth it
+    assert not snapshots.wants("o", 5 + index_file.REFRESH_CHANGES, built=False)  # nor so soon
     snapshots.close()  # waits for the queued write
     found = index_file.Snapshots(tmp_path, "db").load("o")
     assert found is not None and found[0].seq == 5 and len(found[1]) == 199  # a few changes: kept

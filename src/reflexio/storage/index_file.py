@@ -10,9 +10,9 @@ not used, and the index is rebuilt. Files are written to a temporary name and re
 reader sees the old snapshot or the new one. The format is plain numpy arrays (``np.savez``),
 read with ``allow_pickle=False``.
 
-``Snapshots`` decides when to write: after an index is built from rows, after it has caught up
-on many changes (at most once a minute per org), and when the storage closes; writing runs on
-one background thread, from a state frozen under the caller's lock (``LearningIndex.freeze``).
+``Snapshots`` says when to write (after an index is built from rows, after it has caught up on
+many changes, at most once a minute per org, and when the storage closes) and writes on one
+background thread, from a state frozen under the caller's lock (``LearningIndex.freeze``).
 """
 
 from __future__ import annotations
@@ -123,40 +123,39 @@ class Snapshots:
             self._written.setdefault(org_id, (found[0].seq, time.monotonic()))
         return found
 
-    def offer(self, index: LearningIndex, snapshot: Snapshot, *, built: bool, rows: int = 0) -> None:
-        """Queue a write of ``index`` as ``snapshot`` if it is worth one; call it under the lock
-        that keeps ``index`` still (freezing it takes milliseconds, writing happens later).
+    def wants(self, org_id: str, seq: int, *, built: bool, rows: int = 0) -> bool:
+        """Whether an index of ``org_id`` at ``seq`` is worth a write: it was just ``built`` from
+        rows, or it has moved on by ``REFRESH_CHANGES`` sequence numbers (or a twentieth of
+        its ``rows``) since the last write and that was ``REFRESH_SECONDS`` ago."""
+        written, when = self._written.get(org_id, (-1, 0.0))
+        if seq == written:
+            return False
+        if built:
+            return True
+        return time.monotonic() - when >= REFRESH_SECONDS and seq - written >= max(
+            REFRESH_CHANGES, rows // 20
+        )
 
-        Worth one: the index was just ``built`` from rows, or it has moved on by
-        ``REFRESH_CHANGES`` sequence numbers (or a twentieth of its ``rows``) since the last
-        write and that was ``REFRESH_SECONDS`` ago.
-        """
-        seq, when = self._written.get(snapshot.org_id, (-1, 0.0))
-        if snapshot.seq == seq:
-            return
-        fresh = time.monotonic() - when < REFRESH_SECONDS
-        if not built and (fresh or snapshot.seq - seq < max(REFRESH_CHANGES, rows // 20)):
-            return
-        self._queue(index, snapshot)
-
-    def close(self, last: Sequence[tuple[LearningIndex, Snapshot]] = ()) -> None:
-        """Write what is queued and every index of ``last`` not written at its sequence number,
-        then stop (the storage is closing: its indexes no longer change)."""
-        for index, snapshot in last:
-            if self._written.get(snapshot.org_id, (-1, 0.0))[0] != snapshot.seq:
-                self._queue(index, snapshot)
-        with self._wake:
-            self._closed = True
-            self._wake.notify()
-        self._writer.join()
-
-    def _queue(self, index: LearningIndex, snapshot: Snapshot) -> None:
+    def queue(self, index: LearningIndex, snapshot: Snapshot) -> None:
+        """Write ``index`` as ``snapshot`` in the background; call it under the lock that keeps
+        ``index`` still (freezing it takes milliseconds, the write happens later)."""
         with self._wake:
             if self._closed:
                 return
             self._pending[snapshot.org_id] = (snapshot, index.freeze())
             self._written[snapshot.org_id] = (snapshot.seq, time.monotonic())
             self._wake.notify()
+
+    def close(self, last: Sequence[tuple[LearningIndex, Snapshot]] = ()) -> None:
+        """Write what is queued and every index of ``last`` not written at its sequence number,
+        then stop (the storage is closing: its indexes no longer change)."""
+        for index, snapshot in last:
+            if self._written.get(snapshot.org_id, (-1, 0.0))[0] != snapshot.seq:
+                self.queue(index, snapshot)
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._writer.join()
 
     def _write_loop(self) -> None:
         while True:
