@@ -246,9 +246,13 @@ def test_a_snapshot_file_loads_only_for_its_org_and_database_and_never_raises(tm
     index = LearningIndex()
     index.upsert([make_row(i, rng) for i in range(1, 300)])
     path = index_file.path_for(tmp_path / "snapshots", "org/ü")
-    index_file.write(path, index_file.Snapshot("org/ü", 41, (7, 9), "db-1"), index.state())
+    index_file.write(
+        path, index_file.Snapshot("org/ü", 41, ((7, "h7", 5), (9, "", 0)), "db-1"), index.state()
+    )
     loaded = index_file.read(path, org_id="org/ü", database="db-1")
-    assert loaded is not None and loaded[0] == index_file.Snapshot("org/ü", 41, (7, 9), "db-1")
+    assert loaded is not None and loaded[0] == index_file.Snapshot(
+        "org/ü", 41, ((7, "h7", 5), (9, "", 0)), "db-1"
+    )
     assert answers(loaded[1]) == answers(index)
     assert index_file.read(path, org_id="other", database="db-1") is None
     assert index_file.read(path, org_id="org/ü", database="db-2") is None
@@ -273,7 +277,7 @@ def test_snapshots_are_written_after_a_build_after_many_changes_and_on_close(tmp
     found = index_file.Snapshots(tmp_path, "db").load("o")
     assert found is not None and found[0].seq == 5 and len(found[1]) == 199  # a few changes: kept
     later = index_file.Snapshots(tmp_path, "db")
-    later.close([(index, index_file.Snapshot("o", 6, (300,), "db"))])  # closing writes the latest
+    later.close([(index, index_file.Snapshot("o", 6, ((300, "h", 1),), "db"))])  # closing writes the latest
     found = index_file.Snapshots(tmp_path, "db").load("o")
     assert found is not None and found[0].seq == 6 and answers(found[1]) == answers(index)
 
@@ -292,3 +296,12 @@ def test_a_frozen_state_is_the_index_as_it_was_though_it_changes_before_the_arra
     index.compact()
     assert answers(LearningIndex.from_state(frozen())) == expected
     assert answers(index) != expected
+
+
+def test_a_snapshot_belongs_to_a_history_whose_changes_at_its_number_match() -> None:
+    saw = ((3, "a", 10), (4, "b", 10))
+    assert index_file.same_history(saw, saw)
+    assert index_file.same_history(saw, ((3, "", 0), (4, "b", 10)))  # 3 changed again since
+    assert not index_file.same_history(saw, ((3, "c", 12), (4, "b", 10)))  # 3 is another write
+    assert not index_file.same_history(saw, ((3, "a", 10),))  # another set of changes
+    assert not index_file.same_history(((3, "", 0),), ((3, "a", 10),))  # deleted there, not here

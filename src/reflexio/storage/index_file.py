@@ -33,7 +33,7 @@ import numpy as np
 
 from reflexio.storage.index import LearningIndex
 
-__all__ = ["FORMAT", "Snapshot", "Snapshots", "read", "write"]
+__all__ = ["FORMAT", "Snapshot", "Snapshots", "Tail", "read", "same_history", "write"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ REFRESH_CHANGES = 1000
 REFRESH_SECONDS = 60.0
 
 Arrays = dict[str, Any]
+#: The learnings one sequence number changed, as (id, text hash, updated_at); hash "" and time 0
+#: for those a later write changed again or deleted.
+Tail = tuple[tuple[int, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +58,17 @@ class Snapshot:
 
     org_id: str
     seq: int
-    tail: tuple[int, ...]
+    tail: Tail
     database: str
+
+
+def same_history(saw: Tail, now: Tail) -> bool:
+    """Whether a database whose changes at a snapshot's sequence number are ``now`` can be the
+    one the snapshot ``saw``: the same learnings changed there, and those no later write has
+    changed are as they were (a restored backup that took other writes fails this)."""
+    if [i for i, _, _ in saw] != [i for i, _, _ in now]:
+        return False
+    return all(t == 0 or (h, t) == (h0, t0) for (_, h0, t0), (_, h, t) in zip(saw, now, strict=True))
 
 
 def path_for(folder: Path, org_id: str) -> Path:
@@ -95,7 +107,8 @@ def read(path: Path, *, org_id: str, database: str) -> tuple[Snapshot, LearningI
                 log.info("not using search snapshot %s: of another format, org or database", path)
                 return None
             state = {key: saved[key] for key in saved.files if key != _META}
-        snapshot = Snapshot(org_id, int(meta["seq"]), tuple(int(i) for i in meta["tail"]), database)
+        tail = tuple((int(i), str(h), int(t)) for i, h, t in meta["tail"])
+        snapshot = Snapshot(org_id, int(meta["seq"]), tail, database)
         return snapshot, LearningIndex.from_state(state)
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
         log.warning("not using unreadable search snapshot %s: %s", path, exc)
