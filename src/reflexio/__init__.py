@@ -17,60 +17,134 @@ Search what was learned before answering, publish what happened after::
         ],
     )
 
-Importing this package loads only the client, the wire models and the errors (httpx and
-pydantic); the server lives in subpackages that are imported on demand.
+Importing this package loads nothing but its names: the client, the wire models and the
+errors are imported on first use (httpx and pydantic only); the server lives in subpackages
+that are imported on demand.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from reflexio.client import AsyncReflexioClient, ReflexioClient
-from reflexio.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ConflictError,
-    NotFoundError,
-    PayloadTooLargeError,
-    PermissionDeniedError,
-    ReflexioError,
-    ServiceUnavailableError,
-    StorageError,
-    ValidationError,
-)
-from reflexio.models import (
-    AgentPlaybook,
-    AgentPlaybookView,
-    Citation,
-    Config,
-    ConversationTurn,
-    InteractionData,
-    InteractionView,
-    PlaybookStatus,
-    ProfileTimeToLive,
-    ProfileView,
-    PromptBlock,
-    PublishUserInteractionRequest,
-    PublishUserInteractionResponse,
-    RetrievedLearning,
-    SearchMode,
-    Status,
-    ToolUsed,
-    UnifiedSearchRequest,
-    UnifiedSearchViewResponse,
-    UserActionType,
-    UserPlaybook,
-    UserPlaybookView,
-    UserProfile,
-)
+from reflexio._version import __version__
 
-try:
-    __version__ = _version("reflexio")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+if TYPE_CHECKING:
+    from reflexio.client import (
+        AsyncReflexioClient,
+        ReflexioClient,
+    )
+    from reflexio.errors import (
+        AuthenticationError,
+        BadRequestError,
+        ConflictError,
+        NotFoundError,
+        PayloadTooLargeError,
+        PermissionDeniedError,
+        ReflexioError,
+        ServiceUnavailableError,
+        StorageError,
+        ValidationError,
+    )
+    from reflexio.models import (
+        AgentPlaybook,
+        AgentPlaybookView,
+        APIKeyConfig,
+        Citation,
+        Config,
+        ConversationTurn,
+        GetAgentPlaybooksRequest,
+        Interaction,
+        InteractionData,
+        InteractionView,
+        PlaybookConfig,
+        PlaybookStatus,
+        ProfileExtractorConfig,
+        ProfileTimeToLive,
+        ProfileView,
+        PromptBlock,
+        PublishUserInteractionRequest,
+        PublishUserInteractionResponse,
+        RetrievedLearning,
+        SearchMode,
+        SearchUserProfileRequest,
+        SetConfigRequest,
+        Status,
+        ToolUsed,
+        UnifiedSearchRequest,
+        UnifiedSearchViewResponse,
+        UserActionType,
+        UserPlaybook,
+        UserPlaybookExtractorConfig,
+        UserPlaybookView,
+        UserProfile,
+    )
+
+#: Where each public name lives. Importing ``reflexio`` loads none of them: the first use of a
+#: name imports its module (PEP 562), so ``import reflexio.cli`` or ``reflexio --help`` never
+#: pay for the client and the wire models they do not need.
+_HOMES: dict[str, str] = {
+    "AsyncReflexioClient": "reflexio.client",
+    "ReflexioClient": "reflexio.client",
+    "AuthenticationError": "reflexio.errors",
+    "BadRequestError": "reflexio.errors",
+    "ConflictError": "reflexio.errors",
+    "NotFoundError": "reflexio.errors",
+    "PayloadTooLargeError": "reflexio.errors",
+    "PermissionDeniedError": "reflexio.errors",
+    "ReflexioError": "reflexio.errors",
+    "ServiceUnavailableError": "reflexio.errors",
+    "StorageError": "reflexio.errors",
+    "ValidationError": "reflexio.errors",
+    "AgentPlaybook": "reflexio.models",
+    "AgentPlaybookView": "reflexio.models",
+    "Citation": "reflexio.models",
+    "Config": "reflexio.models",
+    "ConversationTurn": "reflexio.models",
+    "InteractionData": "reflexio.models",
+    "InteractionView": "reflexio.models",
+    "PlaybookStatus": "reflexio.models",
+    "ProfileTimeToLive": "reflexio.models",
+    "ProfileView": "reflexio.models",
+    "PromptBlock": "reflexio.models",
+    "PublishUserInteractionRequest": "reflexio.models",
+    "PublishUserInteractionResponse": "reflexio.models",
+    "RetrievedLearning": "reflexio.models",
+    "SearchMode": "reflexio.models",
+    "Status": "reflexio.models",
+    "ToolUsed": "reflexio.models",
+    "APIKeyConfig": "reflexio.models",
+    "GetAgentPlaybooksRequest": "reflexio.models",
+    "Interaction": "reflexio.models",
+    "PlaybookConfig": "reflexio.models",
+    "ProfileExtractorConfig": "reflexio.models",
+    "SearchUserProfileRequest": "reflexio.models",
+    "SetConfigRequest": "reflexio.models",
+    "UserPlaybookExtractorConfig": "reflexio.models",
+    "UnifiedSearchRequest": "reflexio.models",
+    "UnifiedSearchViewResponse": "reflexio.models",
+    "UserActionType": "reflexio.models",
+    "UserPlaybook": "reflexio.models",
+    "UserPlaybookView": "reflexio.models",
+    "UserProfile": "reflexio.models",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'reflexio' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
+    "APIKeyConfig",
     "AgentPlaybook",
     "AgentPlaybookView",
     "AsyncReflexioClient",
@@ -80,12 +154,16 @@ __all__ = [
     "Config",
     "ConflictError",
     "ConversationTurn",
+    "GetAgentPlaybooksRequest",
+    "Interaction",
     "InteractionData",
     "InteractionView",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "PlaybookConfig",
     "PlaybookStatus",
+    "ProfileExtractorConfig",
     "ProfileTimeToLive",
     "ProfileView",
     "PromptBlock",
@@ -95,7 +173,9 @@ __all__ = [
     "ReflexioError",
     "RetrievedLearning",
     "SearchMode",
+    "SearchUserProfileRequest",
     "ServiceUnavailableError",
+    "SetConfigRequest",
     "Status",
     "StorageError",
     "ToolUsed",
@@ -103,6 +183,7 @@ __all__ = [
     "UnifiedSearchViewResponse",
     "UserActionType",
     "UserPlaybook",
+    "UserPlaybookExtractorConfig",
     "UserPlaybookView",
     "UserProfile",
     "ValidationError",

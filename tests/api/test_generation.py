@@ -87,6 +87,8 @@ def test_upgrade_and_downgrade_routes(client: TestClient, core: Core) -> None:
     publish(client, "u1")
     drain(core)
     ok(client.post("/api/rerun_profile_generation", json={}))
+    queued = failed(client.post("/api/upgrade_all_profiles", json={}), 409)  # the rerun has not run
+    assert "rerun is still in progress" in queued["detail"] and queued["details"]["job_id"]
     drain(core)
     pending = len(profiles(core, LearningStatus.PENDING))
     up = ok(client.post("/api/upgrade_all_profiles", json={"only_affected_users": True}))

@@ -229,8 +229,14 @@ def seed_org_a(core: Core, app: Any) -> Ids:
         )
     )
     secret_config = {
-        "api_key_config": {"openai": {"api_key": SECRET}},
-        "storage_config": {"type": "postgres", "db_url": f"postgresql://alpha:{SECRET}@alpha-db/app"},
+        "api_key_config": {
+            "openai": {"api_key": SECRET},
+            "custom_endpoint": {
+                "model": "m",
+                "api_key": SECRET,
+                "api_base": f"https://alpha:{SECRET}@alpha-db/v1",
+            },
+        },
     }
     ok(a.post("/api/set_config", json=secret_config))
     assert core.storage.expedite_job(A, "extract", "alpha-user"), "the publish queued an extraction job"

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
 from reflexio.learn.changes import Changes, apply_changes
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, learn_window
@@ -21,7 +20,7 @@ from reflexio.learn.rules import RuleJudge, RuleProposer
 from reflexio.learn.windows import Window
 from reflexio.models.org_config import Config
 from reflexio.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
-from reflexio.storage import Storage, open_storage
+from reflexio.storage import Storage
 
 PROFILE, PLAYBOOK = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK
 BOTH = (PROFILE, PLAYBOOK)
@@ -251,7 +250,8 @@ def test_failed_tool_call_fixed_by_other_arguments() -> None:
     assert p.track == "tool_failure"
     assert p.content.startswith("Call hotels.search with checkin=2025-06-12, not checkin=12/06")
     assert "YYYY-MM-DD" in p.content
-    assert p.blocking_issue is not None and p.blocking_issue["kind"] == "tool_failure"
+    assert p.blocking_issue is not None and p.blocking_issue["kind"] == "external_dependency"
+    assert p.blocking_issue["tool"] == "hotels.search"
     assert p.trigger == "When the user asks to find them a hotel in Lisbon from June 12"
 
 
@@ -535,8 +535,8 @@ def test_no_target_is_retired_twice() -> None:
 
 
 @pytest.fixture
-def store(embedder: Embedder) -> Storage:
-    return open_storage("memory://", embedder)
+def store(memory_storage: Storage) -> Storage:
+    return memory_storage
 
 
 def learn(store: Storage, *turns: InteractionRecord, first_id: int) -> Changes:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
@@ -24,7 +25,7 @@ from reflexio.api import create_app
 from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
-from reflexio.service.workers import start_pool
+from reflexio.service.workers import announce_ready, start_pool
 
 __all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
@@ -34,13 +35,15 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_SECONDS = 20.0
 
 
-def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
+def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Path | None = None) -> FastAPI:
     """The API app whose lifespan runs (and stops) the job workers.
 
     Args:
         core: The process core the routes serve.
         worker_process: Run the workers in a supervised child process instead of threads
             (only for a store other processes can open; see `workers_can_run_apart`).
+        ready_file: Written once the workers claim jobs, removed when they stop (what
+            ``reflexio services start`` waits for before it says "ready").
     """
     app = create_app(core)
 
@@ -48,16 +51,20 @@ def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         pool, child = None, None
         if core.settings.workers > 0 and worker_process:
-            child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS)
-            child.start()
+            child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS, ready_file=ready_file)
+            child.start()  # the child announces itself once its workers run
         elif core.settings.workers > 0:
             pool = start_pool(core)
+            if ready_file is not None:
+                announce_ready(ready_file)
         try:
             yield
         finally:
             if child is not None:
                 child.stop()
             if pool is not None:
+                if ready_file is not None:
+                    ready_file.unlink(missing_ok=True)
                 pool.stop(SHUTDOWN_GRACE_SECONDS)
             core.close()
 
@@ -69,7 +76,8 @@ def serve(settings: Settings) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted."""
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     core = open_core(settings)
-    app = build_server_app(core, worker_process=settings.worker_process and workers_can_run_apart(core))
+    apart = settings.worker_process and workers_can_run_apart(core)
+    app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from reflexio.config import Settings
 
@@ -47,8 +48,16 @@ HEALTHY_AFTER_SECONDS = 60.0
 class WorkerProcess:
     """One supervised ``reflexio worker`` child of the API server."""
 
-    def __init__(self, settings: Settings, *, grace_seconds: float, niceness: int = WORKER_NICENESS) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        grace_seconds: float,
+        niceness: int = WORKER_NICENESS,
+        ready_file: Path | None = None,
+    ) -> None:
         self._settings = settings
+        self._ready_file = ready_file
         self._grace = grace_seconds
         self._niceness = niceness
         self._stopping = threading.Event()
@@ -71,10 +80,13 @@ class WorkerProcess:
             str(self._niceness),
             "--parent-pid",
             str(os.getpid()),
+            *(["--ready-file", str(self._ready_file)] if self._ready_file is not None else []),
         ]
 
     def start(self) -> None:
         """Spawn the child and the thread that restarts it when it dies."""
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)  # left by a previous server on this port
         self._spawn()
         self._supervisor.start()
 
@@ -83,6 +95,8 @@ class WorkerProcess:
         self._stopping.set()
         with self._lock:
             child, self._child = self._child, None
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)
         if child is not None and child.poll() is None:
             child.terminate()
             try:

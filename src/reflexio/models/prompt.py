@@ -6,15 +6,14 @@ safest way to keep the two in step is to produce both from one selection, here: 
 dropped for the budget is dropped from the attribution too.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from reflexio.models.entities import RetrievedLearning, RetrievedLearningKind
+from reflexio.models.fields import WireModel
 
 __all__ = ["PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
 
@@ -36,7 +35,7 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-class PromptBlock(BaseModel):
+class PromptBlock(WireModel):
     """Learnings rendered for a prompt, plus the references to publish for exactly those.
 
     ``tokens`` is ``estimate_tokens(text)``.
@@ -64,12 +63,35 @@ class PromptItem:
         return self.kind == "profile"
 
 
+#: First words of a trigger that already states its situation ("When a fix is reported as
+#: done", "Before restarting a server", "In conversations with this user"): such a trigger is
+#: rendered as written, where a bare one ("the user asks for a laptop") gets "When" in front.
+_SITUATION_OPENERS: Final = frozenset(
+    {"when", "whenever", "if", "before", "after", "while", "during", "once", "unless", "until",
+     "for", "on", "in", "at", "upon", "as"}
+)  # fmt: skip
+
+
 def rule_line(trigger: str | None, content: str) -> str:
-    """Render a playbook as one line: ``When <trigger>: <content>``, or its content alone."""
+    """Render a playbook as one line: ``When <trigger>: <content>``, or its content alone.
+
+    Triggers come both as bare situations and as clauses that open with their own "When",
+    "Before", "If"... (the extraction prompt asks for the latter, the rule extractor writes
+    "When the user asks: ..."); only the bare ones get the "When" prefix, so no line reads
+    "When When ...".
+    """
     trigger_text, content_text = _one_line(trigger or ""), _one_line(content)
     if trigger_text and content_text:
-        return f"When {trigger_text}: {content_text}"
+        return f"{_situation(trigger_text)}: {content_text}"
     return content_text or trigger_text
+
+
+def _situation(trigger: str) -> str:
+    """A trigger as a clause that starts a sentence: ``When <trigger>`` unless it opens one itself."""
+    first = trigger.split(maxsplit=1)[0].strip(",:;").lower() if trigger.strip() else ""
+    if first in _SITUATION_OPENERS:
+        return trigger[:1].upper() + trigger[1:]
+    return f"When {trigger}"
 
 
 def _one_line(text: str) -> str:
