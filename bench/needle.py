@@ -146,7 +146,7 @@ def summary(ranks: dict[str, dict[str, int | None]]) -> dict[str, Any]:
         "paraphrase": [n.key for n in haystack.NEEDLES if not n.lexical],
     }
     every = [n.key for n in haystack.NEEDLES]
-    modes = {}
+    modes: dict[str, dict[str, Any]] = {}
     for mode in MODES:
         modes[mode] = {f"top{k}": _found(ranks, mode, k, every) for k in (5, 10)}
         for name, keys in kinds.items():

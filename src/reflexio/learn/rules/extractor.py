@@ -1,8 +1,8 @@
 """The offline rule extractor: learning from explicit signals with no model and no API key.
 
 The embedded default must learn before anyone configures an LLM, so this proposer and judge
-learn only from what is said or shown outright, and do it deterministically in well under a
-millisecond per window:
+learn only from what is said or shown outright, deterministically and cheaply next to storage
+and embedding (``python -m bench.rules``; bench/results/rules.json):
 
 * facts and tastes users state about themselves ("I only ever use Linux", "no Macs") become
   profiles, phrased in the third person with the user's key words and the request they were
