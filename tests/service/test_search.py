@@ -11,8 +11,8 @@ import pytest
 
 from reflexio.config import Settings
 from reflexio.embed import EmbedderUnavailable
-from reflexio.filters import LearningFilter, SearchMode
-from reflexio.models import ConversationTurn, PlaybookStatus, UnifiedSearchRequest
+from reflexio.filters import LearningFilter
+from reflexio.models import ConversationTurn, PlaybookStatus, SearchMode, UnifiedSearchRequest
 from reflexio.records import Approval, Audit, Learning, LearningKind, LearningStatus
 from reflexio.service import search
 from reflexio.service.core import Core, open_core
