@@ -101,7 +101,8 @@ def read(path: Path, *, org_id: str, database: str) -> tuple[Snapshot, LearningI
     if not path.exists():
         return None
     try:
-        with np.load(path, allow_pickle=False) as saved:
+        # Our own file object: np.load leaks the one it opens when the archive is damaged.
+        with path.open("rb") as f, np.load(f, allow_pickle=False) as saved:
             meta = json.loads(saved[_META].tobytes().decode())
             if (meta.get("format"), meta.get("org_id"), meta.get("database")) != (FORMAT, org_id, database):
                 log.info("not using search snapshot %s: of another format, org or database", path)
