@@ -19,10 +19,10 @@ uncached (a real first-time query costs both). Databases are seeded once into
 
 A restart follows every SQLite and PostgreSQL measurement: one more fresh process opens the
 corpus the measuring process has just closed, runs what a server runs before it takes requests
-(``Storage.warm_search``, timed as "ready": on SQLite it loads each org's index from the snapshot
-the closed process left, or builds it when there is none), and times its first search against
-the warm ones after it (issue 19: after a deploy or a crash the first search should cost what
-the hundredth does, and readiness should not take long).
+(``create_app`` and ``Storage.warm_search``, timed as "ready": on SQLite it loads each org's
+index from the snapshot the closed process left, or builds it when there is none), and times
+its first search against the warm ones after it (issue 19: after a deploy or a crash the first
+search should cost what the hundredth does, and readiness should not take long).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from bench import corpus
+from reflexio.api import create_app
 from reflexio.config import Settings
 from reflexio.filters import LearningFilter
 from reflexio.models import (
@@ -313,10 +314,11 @@ def measure_restart(
 ) -> dict[str, Any]:
     """A restart: a fresh process opens the corpus another process has just closed.
 
-    As a server does before it takes requests, it first warms the storage's search
-    (``ready_ms``); then the first search is timed against the warm searches after it
-    (queries embedded beforehand, none of them asked before). With ``rebuild``, SQLite's
-    index snapshots are removed first: the restart as it was before they existed.
+    As a server does before it takes requests, it first builds the app (which compiles the
+    wire models) and warms the storage's search (``ready_ms``); then the first search is timed
+    against the warm searches after it (queries embedded beforehand, none of them asked
+    before). With ``rebuild``, SQLite's index snapshots are removed first: the restart as it
+    was before they existed.
     """
     url = storage_url(backend, n, layout, pg_url, cache)
     if rebuild and backend == "sqlite":
@@ -327,24 +329,27 @@ def measure_restart(
     fresh = corpus.queries(n, layout, count=WARMUP + 2 * repeat + 1 + RESTART_WARM)[WARMUP + 2 * repeat :]
     time_embedding(core, fresh)
     started = time.perf_counter()
-    core.storage.warm_search()
+    create_app(core)  # what a server builds before it listens: every wire model compiled
+    core.storage.warm_search()  # what its lifespan runs before the first request
     ready_ms = (time.perf_counter() - started) * 1000
-    started = time.perf_counter()
-    requests("unified", fresh[0])(core)
-    first_ms = (time.perf_counter() - started) * 1000
-    warm = []
-    for q in fresh[1:]:
-        started = time.perf_counter()
+    wall: list[float] = []
+    cpu: list[float] = []
+    for q in fresh:
+        started, started_cpu = time.perf_counter(), time.thread_time()
         requests("unified", q)(core)
-        warm.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.thread_time() - started_cpu) * 1000)
+        wall.append((time.perf_counter() - started) * 1000)
     core.close()
-    warm_p = percentiles(warm)
+    warm_p, warm_cpu = percentiles(wall[1:]), percentiles(cpu[1:])
     return {
         "open_s": round(open_s, 2),
         "ready_ms": round(ready_ms, 1),
-        "first_search_ms": round(first_ms, 1),
+        "first_search_ms": round(wall[0], 1),
+        "first_search_cpu_ms": round(cpu[0], 1),
         "warm_ms": warm_p,
-        "first_over_warm_p50": round(first_ms / warm_p["p50"], 2),
+        "warm_cpu_ms": warm_cpu,
+        "first_over_warm_p50": round(wall[0] / warm_p["p50"], 2),
+        "first_over_warm_p50_cpu": round(cpu[0] / warm_cpu["p50"], 2),
     }
 
 
@@ -493,7 +498,8 @@ def _verdict(runs: list[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"**Goal {met}**: first search after a restart ({run['layout']}, 100k per kind) "
                 f"{restart['first_search_ms']} ms = {ratio}x a warm search's p50 "
-                f"{restart['warm_ms']['p50']} ms (<= {GOAL_RESTART_RATIO}x), after the server's warm-up "
+                f"{restart['warm_ms']['p50']} ms (<= {GOAL_RESTART_RATIO}x; in this thread's CPU time "
+                f"{restart.get('first_over_warm_p50_cpu', '-')}x), after the server's warm-up "
                 f"(ready in {restart['ready_ms']} ms from the snapshot"
                 + (
                     f"; {run['restart_rebuild']['ready_ms']} ms rebuilding without one)."
