@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,21 @@ def test_a_reopened_store_loads_its_snapshot_and_catches_up_on_later_writes(
         caplog.clear()
         assert answers(store, embedder) == expected
         assert LOADED not in caplog.text  # the first search found the index ready
+    finally:
+        store.close()
+
+
+def test_a_snapshot_is_written_in_the_background_once_an_index_is_built(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    store = open_storage(url(tmp_path), embedder)
+    try:
+        store.save_learnings(FIRST, Audit(actor="test"))
+        answers(store, embedder)
+        deadline = time.monotonic() + 30
+        while not snapshot_file(tmp_path).exists():  # not waiting for close
+            assert time.monotonic() < deadline, "no snapshot was written after the build"
+            time.sleep(0.02)
     finally:
         store.close()
 

@@ -240,7 +240,8 @@ class SqliteConnector:
         self._stop.set()
         if self._housekeeper is not threading.current_thread():
             self._housekeeper.join(timeout=5.0)
-        self.search.close()  # writes the snapshots that are due, through this connector
+        with contextlib.suppress(sqlite3.Error, StorageError):  # a snapshot is only a cache
+            self.search.close()  # writes the snapshots that are due, through this connector
         fd, self._lock_fd = self._lock_fd, -1  # a straggling writer fails instead of locking a reused fd
         if fd >= 0:
             os.close(fd)
