@@ -59,6 +59,7 @@ def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Pa
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         pool, child = None, None
+        core.storage.warm_search()  # before the first request: a restart is not a cold start
         if core.settings.workers > 0 and worker_process:
             child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS, ready_file=ready_file)
             child.start()  # the child announces itself once its workers run

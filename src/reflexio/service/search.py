@@ -159,7 +159,13 @@ def _query_vector(
 def _score(candidate: Candidate, plan: Plan) -> float:
     if plan.fusion == "rrf":
         return ranking.rrf_scores([(candidate.vector_rank, candidate.fts_rank)], weights=plan.weights)[0]
-    return ranking.fused_score(candidate.vector_score, candidate.fts_norm, plan.weights)
+    return ranking.fused_score(
+        candidate.vector_score,
+        candidate.fts_norm,
+        plan.weights,
+        fts_best=candidate.fts_best,
+        fts_floor=candidate.fts_floor,
+    )
 
 
 def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, float]]:

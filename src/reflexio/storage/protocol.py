@@ -209,6 +209,11 @@ class Storage(JobQueue, Protocol):
         """Full-text and vector candidates per filter, filtered before ranking."""
         ...
 
+    def warm_search(self) -> None:
+        """Make the first search as fast as later ones (an in-process index loads now): what a
+        server calls before it takes requests."""
+        ...
+
     def list_events(
         self,
         org_id: str,

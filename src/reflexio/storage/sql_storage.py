@@ -278,6 +278,9 @@ class SqlStorage(SqlJobQueue):
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
         return self.db.search_candidates(org_id, query)
 
+    def warm_search(self) -> None:
+        self.db.warm_search()
+
     def list_events(
         self,
         org_id: str,
