@@ -36,6 +36,7 @@ __all__ = [
     "OutcomeRecord",
     "ReflectionActionRecord",
     "RequestRecord",
+    "SessionVerdictDay",
     "UsageSummary",
     "UsageTotals",
     "Vector",
@@ -298,6 +299,23 @@ class ReflectionActionRecord:
     reverted_at: float | None = None
     reverted_by: str | None = None
     revert_note: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionVerdictDay:
+    """Session verdicts of one day, tallied where they are stored (``Storage.session_verdict_days``).
+
+    ``day`` counts whole days from the window's start; ``shadow_judged`` are the verdicts that
+    compared a shadow answer, ``shadow_won`` those where the shadow was (slightly) better.
+    """
+
+    day: int
+    judged: int = 0
+    succeeded: int = 0
+    corrections: int = 0
+    escalated: int = 0
+    shadow_judged: int = 0
+    shadow_won: int = 0
 
 
 @dataclass(slots=True, kw_only=True)

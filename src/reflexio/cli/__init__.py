@@ -20,6 +20,7 @@ import typer
 from reflexio.cli import (
     admin,
     data,
+    demo,
     doctor,
     evaluation,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
@@ -74,6 +75,7 @@ app.add_typer(admin.jobs, name="jobs")
 app.add_typer(evaluation.app, name="eval")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
+app.command()(demo.demo)
 
 
 def main() -> None:

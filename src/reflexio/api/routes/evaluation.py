@@ -30,7 +30,7 @@ from reflexio.models import (
     SetSessionOutcomeRequest,
     SetSessionOutcomeResponse,
 )
-from reflexio.service import evaluations, outcomes, overview, reflection
+from reflexio.service import evaluation_overview, evaluations, outcomes, reflection
 
 __all__ = ["router"]
 
@@ -66,7 +66,7 @@ def get_evaluation_overview(
     body: GetEvaluationOverviewRequest, core: CoreDep, caller: CallerDep
 ) -> GetEvaluationOverviewResponse:
     """Success rates regular vs shadow, corrections, escalations and rule attribution."""
-    return overview.evaluation_overview(core, caller.org_id, body)
+    return evaluation_overview.evaluation_overview(core, caller.org_id, body)
 
 
 @router.post("/evaluations/grade_on_demand")
