@@ -78,7 +78,10 @@ class Draft:
 class Aggregator(Protocol):
     """Writes the agent playbook of one cluster."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Which aggregator wrote a draft (recorded with the run)."""
+        ...
 
     def aggregate(self, members: Sequence[Evidence], *, min_users: int) -> Draft | None:
         """The cluster's rule for everyone, or None when it has none."""

@@ -15,12 +15,14 @@ from pathlib import Path
 
 from reflexio.jobs import Handler, JobContext, WorkerPool
 from reflexio.learn import evaluate
+from reflexio.learn.aggregation_trigger import AGGREGATE
 from reflexio.learn.changes import Changes
 from reflexio.learn.pipeline import learn_window
 from reflexio.learn.usage import metered
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.records import Job
 from reflexio.service import maintenance, publish
+from reflexio.service.aggregation import aggregation_handler
 from reflexio.service.core import Core
 from reflexio.service.learners import learner_for, org_llm
 from reflexio.service.rerun import RERUN, rerun_handler
@@ -96,6 +98,7 @@ def handlers(core: Core) -> dict[str, Handler]:
         publish.EVALUATE_SESSION: _evaluate_session(core),
         RERUN: rerun_handler(core),
         REEMBED: _reembed(core),
+        AGGREGATE: aggregation_handler(core),
         maintenance.EXPIRE: maintenance.expire_handler(core),
         maintenance.LINEAGE_GC: maintenance.lineage_gc_handler(core),
     }

@@ -1,0 +1,75 @@
+"""When aggregation runs: one durable job per (org, agent version, playbook name), debounced.
+
+Whatever changes user playbooks of a scope (extraction, reruns, the API) enqueues the scope's
+``aggregate`` job in the same transaction as the change, due ``DEBOUNCE_SECONDS`` later; a
+burst of changes moves that one job's due time instead of queueing a run per change, and a
+crash can never lose the trigger of a committed change. An on-demand run enqueues the same
+job due now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reflexio.records import Job, Learning, LearningKind, now
+from reflexio.storage import Storage
+
+__all__ = [
+    "AGGREGATE",
+    "DEBOUNCE_SECONDS",
+    "aggregation_job",
+    "aggregation_key",
+    "enqueue_aggregations",
+    "scope_of",
+]
+
+#: The job task that aggregates one scope.
+AGGREGATE = "aggregate"
+#: How long after the last change of a scope its aggregation runs.
+DEBOUNCE_SECONDS = 10.0
+
+
+def aggregation_key(agent_version: str, playbook_name: str) -> str:
+    """The job key of a scope: at most one aggregation of it is queued."""
+    return f"{agent_version}\x1f{playbook_name}"
+
+
+def scope_of(key: str) -> tuple[str, str]:
+    """(agent version, playbook name) from a job key."""
+    agent_version, _, playbook_name = key.partition("\x1f")
+    return agent_version, playbook_name
+
+
+def aggregation_job(
+    org_id: str,
+    agent_version: str,
+    playbook_name: str,
+    *,
+    delay: float = DEBOUNCE_SECONDS,
+    full: bool = False,
+    request_id: str | None = None,
+) -> Job:
+    """The aggregation job of one scope, due ``delay`` seconds from now."""
+    return Job(
+        org_id=org_id,
+        task=AGGREGATE,
+        key=aggregation_key(agent_version, playbook_name),
+        payload={"agent_version": agent_version, "playbook_name": playbook_name, "full": full},
+        run_at=now() + delay,
+        request_id=request_id,
+        max_attempts=3,
+    )
+
+
+def enqueue_aggregations(tx: Storage, org_id: str, changed: Iterable[Learning]) -> int:
+    """Queue (debounced) the aggregation of every scope whose user playbooks ``changed``.
+
+    Profiles never aggregate, and agent playbooks are what aggregation writes, so only user
+    playbooks trigger it. Returns how many scopes were queued.
+    """
+    scopes = sorted(
+        {(r.agent_version, r.playbook_name) for r in changed if r.kind is LearningKind.USER_PLAYBOOK}
+    )
+    if scopes:
+        tx.enqueue_jobs([aggregation_job(org_id, v, name) for v, name in scopes], debounce=True)
+    return len(scopes)
