@@ -3,23 +3,16 @@ playbooks, rejections not re-proposed from the same evidence, auto-approval, and
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import pytest
-
-from reflexio.config import Settings
 from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.learn.review import Action
 from reflexio.models.api_aggregation import PlaybookAggregationOperationRequest, PlaybookAggregationResult
 from reflexio.records import Approval, Audit, Learning, LearningKind, LearningStatus
 from reflexio.service import aggregation
-from reflexio.service.core import Core, open_core
+from reflexio.service.core import Core
 from reflexio.service.review import review
 from reflexio.service.workers import handlers
 from reflexio.testing import ScriptedLLM
-from tests.conftest import BACKENDS, storage_url
 
 ORG = "o"
 VERSION = "shop@1"
@@ -30,14 +23,6 @@ REFUND = [
     "Ask for the customer's order number before issuing the refund.",
     "Ask for the order number first, before issuing a refund.",
 ]
-
-
-@pytest.fixture(params=BACKENDS)
-def core(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    url = storage_url(request.param, tmp_path)
-    c = open_core(Settings.from_env({"REFLEXIO_STORAGE_URL": url, "HOME": str(tmp_path)}))
-    yield c
-    c.close()
 
 
 def teach(core: Core, user: str, content: str, trigger: str = "A customer asks for a refund") -> int:
@@ -66,7 +51,9 @@ def run(core: Core, *, full: bool = False) -> PlaybookAggregationResult:
 
 
 def agent_playbooks(core: Core, *statuses: LearningStatus) -> list[Learning]:
-    where = LearningFilter(kinds=(LearningKind.AGENT_PLAYBOOK,), statuses=statuses or (LearningStatus.CURRENT,))
+    where = LearningFilter(
+        kinds=(LearningKind.AGENT_PLAYBOOK,), statuses=statuses or (LearningStatus.CURRENT,)
+    )
     return core.storage.get_learnings(ORG, where)
 
 
@@ -114,6 +101,14 @@ def test_an_approved_playbook_is_revised_never_overwritten(core: Core) -> None:
     assert revision.approval is Approval.PENDING
     (proposal,) = core.storage.get_proposals(ORG, [revision.id])
     assert proposal.revises_id == approved.id and len(proposal.user_ids) == 5
+    review(core, ORG, revision.id, Action.APPROVE, actor="local")  # archives the old version
+    (old,) = agent_playbooks(core, LearningStatus.SUPERSEDED)
+    assert old.id == approved.id and old.superseded_by == revision.id
+    assert [r.id for r in agent_playbooks(core)] == [revision.id]
+    assert (
+        "replaced by its approved revision" in core.storage.list_events(ORG, learning_ids=[old.id])[0].reason
+    )
+    assert run(core).revisions_proposed == 0  # the approved revision now speaks for the cluster
 
 
 def test_a_rejection_is_not_re_proposed_from_the_same_evidence(core: Core) -> None:

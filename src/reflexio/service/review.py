@@ -22,7 +22,7 @@ from reflexio.errors import NotFoundError
 from reflexio.filters import LearningFilter
 from reflexio.learn.review import Action, IllegalTransition, ReviewState, approval_of, state_of, step
 from reflexio.models import PlaybookStatus
-from reflexio.records import Audit, Learning, LearningEvent, LearningKind
+from reflexio.records import Approval, Audit, Learning, LearningEvent, LearningKind, LearningStatus
 from reflexio.service.core import Core
 from reflexio.storage import Storage
 
@@ -124,11 +124,29 @@ def _apply(
             changed = tx.delete_learnings(org_id, where, audit)
         else:
             changed = len(tx.update_learnings(org_id, where, {"approval": approval_of(done.after)}, audit))
+            if changed and action is Action.APPROVE:
+                _archive_revised(tx, org_id, playbook_id, audit)
     if not changed:  # another reviewer changed the row between our read and our write
         _, now_state = current_state(core.storage, org_id, playbook_id)
         reason = f"it is {now_state.value} now (someone else changed it first)"
         raise IllegalTransition(playbook_id, action, now_state, reason)
     return done.after
+
+
+def _archive_revised(tx: Storage, org_id: str, playbook_id: int, audit: Audit) -> None:
+    """An approved revision replaces the approved version it revises: that one is archived
+    (``superseded`` by the revision), its history kept, and leaves retrieval."""
+    proposals = tx.get_proposals(org_id, [playbook_id])
+    revised = proposals[0].revises_id if proposals else None
+    if revised is None:
+        return
+    where = LearningFilter(
+        kinds=(AGENT,), ids=(revised,), statuses=(LearningStatus.CURRENT,), approvals=(Approval.APPROVED,)
+    )
+    why = Audit(actor=audit.actor, reason=f"replaced by its approved revision {playbook_id}")
+    tx.update_learnings(
+        org_id, where, {"status": LearningStatus.SUPERSEDED, "superseded_by": playbook_id}, why
+    )
 
 
 _DONE = {
