@@ -12,6 +12,7 @@ from fastapi_offline import FastAPIOffline
 
 from reflexio.api import errors
 from reflexio.api.routes import (
+    aggregation,
     generation,
     interactions,
     jobs,
@@ -83,6 +84,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         users,
         jobs,
         generation,
+        aggregation,
     ):
         app.include_router(module.router)
     return app

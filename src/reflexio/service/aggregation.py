@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reflexio.errors import NotFoundError
 from reflexio.filters import LearningFilter
-from reflexio.jobs import Handler, JobContext
+from reflexio.jobs import Handler, JobContext, Worker
 from reflexio.learn.aggregate import Aggregator, CentralAggregator, Draft, Evidence, LLMAggregator
 from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_job, scope_of
 from reflexio.learn.cluster import Cluster, Member, default_similarity, regroup
@@ -41,6 +42,7 @@ from reflexio.models.api_aggregation import (
     PlaybookAggregationOperationRequest,
     PlaybookAggregationResult,
 )
+from reflexio.models.api_generation import RunPlaybookAggregationResponse
 from reflexio.models.org_config import Config
 from reflexio.records import (
     Approval,
@@ -64,6 +66,7 @@ __all__ = [
     "get_operation",
     "policy_of",
     "run_and_wait",
+    "run_response",
     "submit",
 ]
 
@@ -499,14 +502,43 @@ def run_and_wait(
     wait_seconds: float,
     poll_seconds: float = 0.1,
 ) -> PlaybookAggregationOperation:
-    """Submit and wait (up to ``wait_seconds``) for the worker to finish it: 0.2.32's
-    synchronous ``run_playbook_aggregation``, run by the same durable job."""
+    """Submit and wait (up to ``wait_seconds``) for the run: 0.2.32's synchronous
+    ``run_playbook_aggregation``, run by the same durable job.
+
+    The waiting request helps the queue: it claims due aggregation jobs itself (leased like
+    any worker's, so a worker elsewhere never runs the same one), so a server started without
+    workers still answers; when a worker already holds the job, it waits for that one.
+    """
     op = submit(core, org_id, req)
+    helper = Worker(
+        core.storage,
+        {AGGREGATE: aggregation_handler(core)},
+        name=f"api:{uuid.uuid4().hex[:8]}",
+        lease_seconds=core.settings.job_lease_seconds,
+    )
     deadline = time.monotonic() + wait_seconds
     while op.status not in ("succeeded", "failed") and time.monotonic() < deadline:
-        time.sleep(poll_seconds)
+        if not helper.run_once():
+            time.sleep(poll_seconds)
         op = get_operation(core, org_id, op.operation_id)
     return op
+
+
+def run_response(op: PlaybookAggregationOperation) -> RunPlaybookAggregationResponse:
+    """0.2.32's answer to a synchronous run: did it finish, and what it did."""
+    if op.status == "succeeded" and op.result is not None:
+        r = op.result
+        message = (
+            f"Aggregated {r.user_playbooks_processed} user playbook(s) into {r.clusters_found} "
+            f"cluster(s): {r.playbooks_generated} new, {r.playbooks_updated} updated, "
+            f"{r.revisions_proposed} revision(s), {r.clusters_unchanged} unchanged"
+        )
+        return RunPlaybookAggregationResponse(success=True, message=message)
+    if op.status == "failed":
+        return RunPlaybookAggregationResponse(success=False, message=f"aggregation failed: {op.error}")
+    return RunPlaybookAggregationResponse(
+        success=False, message=f"aggregation is still {op.status}: follow operation {op.operation_id}"
+    )
 
 
 def change_logs(
