@@ -27,6 +27,13 @@ __all__ = [
 AGGREGATE = "aggregate"
 #: How long after the last change of a scope its aggregation runs.
 DEBOUNCE_SECONDS = 10.0
+#: The playbook name of rules stored without one (0.2.32's aggregation default).
+DEFAULT_PLAYBOOK_NAME = "playbook"
+
+
+def playbook_names(name: str) -> tuple[str, ...]:
+    """The stored names a scope aggregates: the default scope also holds unnamed rules."""
+    return (name, "") if name == DEFAULT_PLAYBOOK_NAME else (name,)
 
 
 def aggregation_key(agent_version: str, playbook_name: str) -> str:
@@ -68,7 +75,11 @@ def enqueue_aggregations(tx: Storage, org_id: str, changed: Iterable[Learning]) 
     playbooks trigger it. Returns how many scopes were queued.
     """
     scopes = sorted(
-        {(r.agent_version, r.playbook_name) for r in changed if r.kind is LearningKind.USER_PLAYBOOK}
+        {
+            (r.agent_version, r.playbook_name or DEFAULT_PLAYBOOK_NAME)
+            for r in changed
+            if r.kind is LearningKind.USER_PLAYBOOK
+        }
     )
     if scopes:
         tx.enqueue_jobs([aggregation_job(org_id, v, name) for v, name in scopes], debounce=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,7 +28,7 @@ from reflexio.errors import NotFoundError
 from reflexio.filters import LearningFilter
 from reflexio.jobs import Handler, JobContext, Worker
 from reflexio.learn.aggregate import Aggregator, CentralAggregator, Draft, Evidence, LLMAggregator
-from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_job, scope_of
+from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_job, playbook_names, scope_of
 from reflexio.learn.cluster import Cluster, Member, default_similarity, regroup
 from reflexio.learn.generalize import Policy, Proposed, Stored, Verdict, Work, plan
 from reflexio.learn.review import ReviewState, state_of
@@ -76,6 +76,8 @@ USER = LearningKind.USER_PLAYBOOK
 AGENT = LearningKind.AGENT_PLAYBOOK
 #: The actor aggregation's writes are recorded under.
 ACTOR = "aggregation"
+#: Least time between two progress reports of a run (each is a write).
+REPORT_SECONDS = 0.5
 
 
 def policy_of(config: Config) -> Policy:
@@ -145,16 +147,16 @@ class _Scope:
 
 def _read_scope(storage: Storage, org_id: str, agent_version: str, playbook_name: str) -> _Scope:
     scope = _Scope(org_id, agent_version, playbook_name)
-    current = LearningFilter(
-        kinds=(USER,),
-        agent_version=agent_version,
-        playbook_name=playbook_name,
-        statuses=(LearningStatus.CURRENT,),
-        active_at=int(time.time()),
-    )
-    scope.members = [
-        r for r in storage.get_learnings(org_id, current) if r.embedding is not None and r.user_id
-    ]
+    for name in playbook_names(playbook_name):
+        current = LearningFilter(
+            kinds=(USER,),
+            agent_version=agent_version,
+            playbook_name=name,
+            statuses=(LearningStatus.CURRENT,),
+            active_at=int(time.time()),
+        )
+        found = storage.get_learnings(org_id, current)
+        scope.members += [r for r in found if r.embedding is not None and r.user_id]
     scope.clusters = storage.list_clusters(org_id, agent_version, playbook_name)
     ids = sorted({i for c in scope.clusters for i in (c.agent_playbook_id, c.revision_id) if i is not None})
     if ids:
@@ -190,7 +192,15 @@ def _aggregator(core: Core, config: Config, org_id: str, job_id: int | None) -> 
     )
 
 
-def _decide(core: Core, config: Config, scope: _Scope, *, full: bool, job_id: int | None) -> _Outcome:
+def _decide(
+    core: Core,
+    config: Config,
+    scope: _Scope,
+    *,
+    full: bool,
+    job_id: int | None,
+    report: Callable[[dict[str, Any]], object] = lambda _: None,
+) -> _Outcome:
     agg = _aggregation_config(config)
     similarity = agg.clustering_similarity if agg is not None and agg.clustering_similarity else None
     similarity = similarity or default_similarity(core.embedder.name)
@@ -212,9 +222,11 @@ def _decide(core: Core, config: Config, scope: _Scope, *, full: bool, job_id: in
     result = PlaybookAggregationResult(
         clusters_found=len(regrouped.clusters), user_playbooks_processed=len(members)
     )
-    for n, work in enumerate(works):
-        if not work.verdict.needs_text:
-            continue
+    todo = [n for n, work in enumerate(works) if work.verdict.needs_text]
+    report({"stage": "aggregating", "clusters_done": 0, "clusters_total": len(todo)})
+    reported = time.monotonic()
+    for done, n in enumerate(todo, start=1):
+        work = works[n]
         result.aggregator_calls += 1
         try:
             draft = aggregator.aggregate(
@@ -223,9 +235,12 @@ def _decide(core: Core, config: Config, scope: _Scope, *, full: bool, job_id: in
         except LLMError as exc:  # an unusable answer: this cluster waits for the next run
             log.warning("aggregation of cluster %s failed: %s", work.cluster.key, exc)
             failed.add(n)
-            continue
+            draft = None
         if draft is not None:
             drafts[n] = draft
+        if time.monotonic() - reported >= REPORT_SECONDS:  # a write per report: not per cluster
+            report({"stage": "aggregating", "clusters_done": done, "clusters_total": len(todo)})
+            reported = time.monotonic()
     return _Outcome(result, regrouped.clusters, regrouped.removed, works, drafts, failed)
 
 
@@ -429,10 +444,19 @@ def aggregation_handler(core: Core) -> Handler:
         config = core.org_config(job.org_id)
         ctx.storage.set_job_progress(job.id, ctx.worker, {"stage": "clustering"})
         scope = _read_scope(core.storage, job.org_id, agent_version, playbook_name)
-        outcome = _decide(core, config, scope, full=full, job_id=job.id)
+        outcome = _decide(
+            core,
+            config,
+            scope,
+            full=full,
+            job_id=job.id,
+            report=lambda progress: ctx.storage.set_job_progress(job.id, ctx.worker, progress),
+        )
         with ctx.effects() as tx:
             _write(tx, scope, config, outcome, full=full, job_id=job.id)
-            tx.set_job_progress(job.id, ctx.worker, {"stage": "done", "result": outcome.result.model_dump()})
+            total = outcome.result.aggregator_calls
+            progress = {"stage": "done", "clusters_done": total, "clusters_total": total}
+            tx.set_job_progress(job.id, ctx.worker, progress | {"result": outcome.result.model_dump()})
 
     return handle
 
