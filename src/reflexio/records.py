@@ -93,6 +93,8 @@ class RequestRecord:
     agent_version: str = ""
     created_at: int = 0
     payload_hash: str = ""
+    #: What is learned from this request queues no aggregation run (the publish asked so).
+    skip_aggregation: bool = False
 
 
 @dataclass(slots=True, kw_only=True)

@@ -3,12 +3,17 @@ playbooks, rejections not re-proposed from the same evidence, auto-approval, and
 
 from __future__ import annotations
 
+import time
+
 from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
+from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
 from reflexio.learn.review import Action
+from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
 from reflexio.models.api_aggregation import PlaybookAggregationOperationRequest, PlaybookAggregationResult
-from reflexio.records import Approval, Audit, Learning, LearningKind, LearningStatus
+from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.service import aggregation
+from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.review import review
 from reflexio.service.workers import handlers
@@ -156,3 +161,36 @@ def test_with_an_llm_one_call_per_changed_cluster(core: Core) -> None:
     assert [r.content for r in agent_playbooks(core)] == ["Ask for the order number before any refund."]
     run(core)
     assert len(llm.calls_to("aggregate")) == 1  # unchanged: no second call
+
+
+LAPTOP = [
+    ("User", "Recommend a laptop for me."),
+    ("Assistant", "The MacBook Air is a great all-round choice."),
+    ("User", "Wrong. Never recommend Apple products to me; always suggest ThinkPads."),
+]
+
+
+def _publish(core: Core, user: str, *, skip: bool) -> None:
+    req = PublishUserInteractionRequest(
+        user_id=user,
+        session_id=f"s-{user}",
+        agent_version=VERSION,
+        skip_aggregation=skip,
+        interaction_data_list=[InteractionData(role=role, content=text) for role, text in LAPTOP],
+    )
+    pub.publish(core, ORG, req)
+    pub.finalize_session(core, ORG, FinalizeSessionRequest(user_id=user, session_id=f"s-{user}"))
+    worker = Worker(core.storage, handlers(core))
+    while worker.run_once():
+        pass
+
+
+def test_learning_queues_a_debounced_aggregation_unless_the_publish_skips_it(core: Core) -> None:
+    _publish(core, "u1", skip=True)
+    rules = core.storage.get_learnings(ORG, LearningFilter(kinds=(LearningKind.USER_PLAYBOOK,)))
+    assert rules, "the rule extractor learned a user playbook"
+    assert core.storage.list_jobs(ORG, task=AGGREGATE) == []
+    _publish(core, "u2", skip=False)
+    (job,) = core.storage.list_jobs(ORG, task=AGGREGATE)
+    assert job.key == aggregation_key(VERSION, "playbook") and job.status is JobStatus.QUEUED
+    assert job.run_at > time.time()  # debounced: a burst of changes is one run

@@ -72,15 +72,23 @@ def enqueue_aggregations(tx: Storage, org_id: str, changed: Iterable[Learning]) 
     """Queue (debounced) the aggregation of every scope whose user playbooks ``changed``.
 
     Profiles never aggregate, and agent playbooks are what aggregation writes, so only user
-    playbooks trigger it. Returns how many scopes were queued.
+    playbooks trigger it; those learned from a publish with ``skip_aggregation`` do not.
+    Returns how many scopes were queued.
     """
+    rules = [r for r in changed if r.kind is LearningKind.USER_PLAYBOOK]
+    skipped = {rid for rid in {r.request_id for r in rules if r.request_id} if _skips(tx, org_id, rid)}
     scopes = sorted(
         {
             (r.agent_version, r.playbook_name or DEFAULT_PLAYBOOK_NAME)
-            for r in changed
-            if r.kind is LearningKind.USER_PLAYBOOK
+            for r in rules
+            if r.request_id not in skipped
         }
     )
     if scopes:
         tx.enqueue_jobs([aggregation_job(org_id, v, name) for v, name in scopes], debounce=True)
     return len(scopes)
+
+
+def _skips(tx: Storage, org_id: str, request_id: str) -> bool:
+    request = tx.get_request(org_id, request_id)
+    return request is not None and request.skip_aggregation

@@ -192,6 +192,7 @@ def request_params(r: RequestRecord) -> dict[str, Any]:
         "agent_version": r.agent_version,
         "created_at": r.created_at,
         "payload_hash": r.payload_hash,
+        "skip_aggregation": r.skip_aggregation,
     }
 
 
@@ -206,6 +207,7 @@ def request_from(r: Mapping[str, Any]) -> RequestRecord:
         agent_version=r["agent_version"],
         created_at=int(r["created_at"]),
         payload_hash=r["payload_hash"],
+        skip_aggregation=bool(r["skip_aggregation"]),
     )
 
 

@@ -42,3 +42,6 @@ CREATE TABLE aggregation_change_logs (
     created_at    double precision NOT NULL
 );
 CREATE INDEX aggregation_change_logs_scope ON aggregation_change_logs (org_id, agent_version, playbook_name, id);
+
+-- A publish with skip_aggregation: what is learned from it queues no aggregation run.
+ALTER TABLE requests ADD COLUMN skip_aggregation boolean NOT NULL DEFAULT false;

@@ -9,9 +9,13 @@
 SELECT 1
 
 -- name: insert_request
-INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
-VALUES (%(org_id)s, %(request_id)s, %(user_id)s, %(session_id)s, %(source)s, %(agent_version)s,
-        %(created_at)s, %(payload_hash)s)
+INSERT INTO requests (
+    org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+    skip_aggregation
+) VALUES (
+    %(org_id)s, %(request_id)s, %(user_id)s, %(session_id)s, %(source)s, %(agent_version)s,
+    %(created_at)s, %(payload_hash)s, %(skip_aggregation)s
+)
 
 -- name: insert_interaction
 INSERT INTO interactions (
@@ -27,11 +31,13 @@ INSERT INTO interactions (
 RETURNING id
 
 -- name: get_request
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = %(org_id)s AND request_id = %(request_id)s
 
 -- name: list_requests
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = %(org_id)s AND ({where})
 ORDER BY created_at DESC, request_id COLLATE "C" DESC LIMIT %(limit)s OFFSET %(offset)s
 

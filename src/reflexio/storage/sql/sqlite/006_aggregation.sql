@@ -42,3 +42,6 @@ CREATE TABLE aggregation_change_logs (
     created_at    REAL    NOT NULL
 );
 CREATE INDEX aggregation_change_logs_scope ON aggregation_change_logs (org_id, agent_version, playbook_name, id);
+
+-- A publish with skip_aggregation: what is learned from it queues no aggregation run.
+ALTER TABLE requests ADD COLUMN skip_aggregation INTEGER NOT NULL DEFAULT 0;

@@ -10,8 +10,13 @@
 SELECT 1
 
 -- name: insert_request
-INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
-VALUES (:org_id, :request_id, :user_id, :session_id, :source, :agent_version, :created_at, :payload_hash)
+INSERT INTO requests (
+    org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+    skip_aggregation
+) VALUES (
+    :org_id, :request_id, :user_id, :session_id, :source, :agent_version, :created_at, :payload_hash,
+    :skip_aggregation
+)
 
 -- name: insert_interaction
 INSERT INTO interactions (
@@ -26,7 +31,8 @@ INSERT INTO interactions (
 RETURNING id
 
 -- name: get_request
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = :org_id AND request_id = :request_id
 
 -- name: list_requests
