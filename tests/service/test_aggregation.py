@@ -10,12 +10,17 @@ from reflexio.jobs import Worker
 from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
 from reflexio.learn.review import Action
 from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
-from reflexio.models.api_aggregation import PlaybookAggregationOperationRequest, PlaybookAggregationResult
+from reflexio.models.api_aggregation import (
+    GetLearningProvenanceRequest,
+    PlaybookAggregationOperationRequest,
+    PlaybookAggregationResult,
+)
 from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
-from reflexio.service import aggregation
+from reflexio.service import aggregation, provenance
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.review import review
+from reflexio.service.review_queue import review_queue
 from reflexio.service.workers import handlers
 from reflexio.testing import ScriptedLLM
 
@@ -194,3 +199,34 @@ def test_learning_queues_a_debounced_aggregation_unless_the_publish_skips_it(cor
     (job,) = core.storage.list_jobs(ORG, task=AGGREGATE)
     assert job.key == aggregation_key(VERSION, "playbook") and job.status is JobStatus.QUEUED
     assert job.run_at > time.time()  # debounced: a burst of changes is one run
+
+
+def test_provenance_and_review_queue_of_a_revision(core: Core) -> None:
+    ids = [teach(core, f"u{n}", text) for n, text in enumerate(REFUND[:3])]
+    run(core)
+    (approved,) = agent_playbooks(core)
+    queue = review_queue(core, ORG)
+    assert [i.agent_playbook.agent_playbook_id for i in queue.pending] == [approved.id]
+    assert queue.pending[0].distinct_users == 3 and queue.pending[0].revises is None
+    assert {p.user_playbook_id for p in queue.pending[0].source_user_playbooks} == set(ids)
+    review(core, ORG, approved.id, Action.APPROVE, actor="local")
+    teach(core, "u3", REFUND[3])
+    teach(core, "u4", REFUND[4])
+    run(core)
+    queue = review_queue(core, ORG, agent_version=VERSION)
+    (item,) = queue.pending
+    assert item.revises is not None and item.revises.agent_playbook_id == approved.id
+    assert item.distinct_users == 5
+    assert queue.counts == {"pending": 1, "approved": 1, "rejected": 0, "archived": 0}
+    found = provenance.get_learning_provenance(
+        core,
+        ORG,
+        GetLearningProvenanceRequest(kind="agent_playbook", id=str(item.agent_playbook.agent_playbook_id)),
+    )
+    assert found.distinct_users == 5 and found.revises_agent_playbook_id == approved.id
+    assert len(found.source_user_playbooks) == 5
+    assert found.provenance_status == "best_effort"  # added by hand: they cite no interactions
+    by_hand = provenance.get_learning_provenance(
+        core, ORG, GetLearningProvenanceRequest(kind="agent_playbook", id=str(approved.id))
+    )
+    assert by_hand.distinct_users == 3
