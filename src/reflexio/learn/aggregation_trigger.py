@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reflexio.records import Job, Learning, LearningKind, now
+from reflexio.models.org_config import Config
+from reflexio.records import Job, Learning, LearningKind, LearningStatus, now
 from reflexio.storage import Storage
 
 __all__ = [
@@ -19,13 +20,15 @@ __all__ = [
     "DEBOUNCE_SECONDS",
     "aggregation_job",
     "aggregation_key",
+    "delay_of",
     "enqueue_aggregations",
     "scope_of",
 ]
 
 #: The job task that aggregates one scope.
 AGGREGATE = "aggregate"
-#: How long after the last change of a scope its aggregation runs.
+#: How long after the last change of a scope its aggregation runs, unless the org sets
+#: ``aggregation_config.delay_seconds``.
 DEBOUNCE_SECONDS = 10.0
 #: The playbook name of rules stored without one (0.2.32's aggregation default).
 DEFAULT_PLAYBOOK_NAME = "playbook"
@@ -68,14 +71,24 @@ def aggregation_job(
     )
 
 
-def enqueue_aggregations(tx: Storage, org_id: str, changed: Iterable[Learning]) -> int:
-    """Queue (debounced) the aggregation of every scope whose user playbooks ``changed``.
+def delay_of(config: Config) -> float:
+    """The org's debounce: seconds from a scope's last change to its aggregation run."""
+    extractor = config.user_playbook_extractor_config
+    return extractor.aggregation_config.delay_seconds if extractor is not None else DEBOUNCE_SECONDS
+
+
+def enqueue_aggregations(
+    tx: Storage, org_id: str, changed: Iterable[Learning], *, delay: float = DEBOUNCE_SECONDS
+) -> int:
+    """Queue (debounced) the aggregation of every scope whose current user playbooks ``changed``.
 
     Profiles never aggregate, and agent playbooks are what aggregation writes, so only user
     playbooks trigger it; those learned from a publish with ``skip_aggregation`` do not.
     Returns how many scopes were queued.
     """
-    rules = [r for r in changed if r.kind is LearningKind.USER_PLAYBOOK]
+    rules = [
+        r for r in changed if r.kind is LearningKind.USER_PLAYBOOK and r.status is LearningStatus.CURRENT
+    ]
     skipped = {rid for rid in {r.request_id for r in rules if r.request_id} if _skips(tx, org_id, rid)}
     scopes = sorted(
         {
@@ -85,7 +98,7 @@ def enqueue_aggregations(tx: Storage, org_id: str, changed: Iterable[Learning]) 
         }
     )
     if scopes:
-        tx.enqueue_jobs([aggregation_job(org_id, v, name) for v, name in scopes], debounce=True)
+        tx.enqueue_jobs([aggregation_job(org_id, v, name, delay=delay) for v, name in scopes], debounce=True)
     return len(scopes)
 
 

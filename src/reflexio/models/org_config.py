@@ -306,6 +306,9 @@ class PlaybookAggregatorConfig(_Strict):
     # New agent playbooks taught by at least this many distinct users are approved at once
     # (None: every one waits for a reviewer). ``approval_required`` overrides it.
     auto_approve_min_users: int | None = Field(default=None, ge=1)
+    # Seconds between the last change of a scope's user playbooks and its aggregation run:
+    # a burst of learning is one run.
+    delay_seconds: float = Field(default=10.0, ge=0.0, le=86_400.0)
 
     @model_validator(mode="before")
     @classmethod

@@ -76,6 +76,9 @@ USER = LearningKind.USER_PLAYBOOK
 AGENT = LearningKind.AGENT_PLAYBOOK
 #: The actor aggregation's writes are recorded under.
 ACTOR = "aggregation"
+#: How much more similar than the clustering threshold two members' vectors must be for the
+#: offline aggregator to count them as one direction whatever their words.
+DIRECTION_MARGIN = 0.1
 #: Least time between two progress reports of a run (each is a write).
 REPORT_SECONDS = 0.5
 
@@ -182,11 +185,12 @@ class _Outcome:
     failed: set[int]  # index into works whose draft failed: left undecided for the next run
 
 
-def _aggregator(core: Core, config: Config, org_id: str, job_id: int | None) -> Aggregator:
+def _aggregator(core: Core, config: Config, org_id: str, job_id: int | None, similarity: float) -> Aggregator:
     llm = org_llm(core, config)
     if llm is None:
         agg = _aggregation_config(config)
-        return CentralAggregator(overlap=agg.direction_overlap_threshold if agg is not None else 0.6)
+        overlap = agg.direction_overlap_threshold if agg is not None else 0.6
+        return CentralAggregator(overlap=overlap, link_similarity=similarity + DIRECTION_MARGIN)
     return LLMAggregator(
         metered(llm, core.storage, org_id, job_id), agent_context=config.agent_context_prompt or ""
     )
@@ -216,7 +220,7 @@ def _decide(
         )
         for r in scope.members
     }
-    aggregator = _aggregator(core, config, scope.org_id, job_id)
+    aggregator = _aggregator(core, config, scope.org_id, job_id, similarity)
     drafts: dict[int, Draft] = {}
     failed: set[int] = set()
     result = PlaybookAggregationResult(
