@@ -50,6 +50,7 @@ def test_python_and_curl_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         for run in ("first", "again"):  # re-running the example prints the same learnings
             scope: dict[str, object] = {}
             exec(compile(block("Use it from Python", "python"), "README.md", "exec"), scope)
+            scope["client"].close()  # type: ignore[attr-defined]  # the example ends; its process would close it
             text = scope["block"].text  # type: ignore[attr-defined]
             assert "Linux" in text, f"{run}: {text!r}"
             assert scope["block"].retrieved_learnings  # type: ignore[attr-defined]

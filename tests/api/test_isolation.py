@@ -257,8 +257,15 @@ def seed_org_a(core: Core, app: Any) -> Ids:
 def seed_versions(core: Core) -> None:
     """A's pending and archived learnings and a queued rerun, for the generation routes."""
     versions = [
-        Learning(org_id=A, kind=kind, user_id="alpha-user", content=CONTENT, status=status, **extra)
-        for kind, extra in ((LearningKind.PROFILE, {}), (LearningKind.USER_PLAYBOOK, {"agent_version": "v1"}))
+        Learning(
+            org_id=A,
+            kind=kind,
+            user_id="alpha-user",
+            content=CONTENT,
+            status=status,
+            agent_version=agent_version,
+        )
+        for kind, agent_version in ((LearningKind.PROFILE, ""), (LearningKind.USER_PLAYBOOK, "v1"))
         for status in (LearningStatus.PENDING, LearningStatus.ARCHIVED)
     ]
     versions[0].profile_id = "alpha-pending"

@@ -17,7 +17,7 @@ STATUS = "/api/update_agent_playbook_status"
 def _add(client: TestClient, content: str, **fields: Any) -> int:
     ok(client.post("/api/add_agent_playbook", json={"agent_playbooks": [agent_playbook(content, **fields)]}))
     rows = ok(client.post("/api/get_agent_playbooks", json={}))["agent_playbooks"]
-    return max(r["agent_playbook_id"] for r in rows)
+    return int(max(r["agent_playbook_id"] for r in rows))
 
 
 def _served(client: TestClient, pid: int) -> bool:

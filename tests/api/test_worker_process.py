@@ -57,12 +57,10 @@ class Server:
         base = {k: v for k, v in os.environ.items() if not k.startswith("REFLEXIO_")}
         env = {**base, **home_env(home), "REFLEXIO_JOB_POLL_SECONDS": "0.1"}
         command = [sys.executable, "-m", "reflexio", "services", "start", "--foreground"]
-        self.proc = subprocess.Popen(
-            [*command, "--port", str(self.port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=(home / "server.log").open("wb"),
-        )
+        with (home / "server.log").open("wb") as log:  # the child keeps its own copy of the file
+            self.proc = subprocess.Popen(
+                [*command, "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=log
+            )
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / "server.log"
         self.ready_file = home / ".reflexio" / "run" / f"workers-{self.port}.ready"

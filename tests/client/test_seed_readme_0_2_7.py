@@ -51,6 +51,13 @@ def run_awaiting(code: str, namespace: dict[str, Any]) -> None:
     namespace.update(asyncio.run(namespace["_readme"]()))
 
 
+def close_clients(namespace: dict[str, Any]) -> None:
+    """Close the clients a snippet opened: the example ends there, and its process would."""
+    for value in namespace.values():
+        if isinstance(value, ReflexioClient):
+            value.close()
+
+
 @pytest.fixture
 def server_url(tmp_path: Path) -> Iterator[str]:
     with running_server(tmp_path) as url:
@@ -68,23 +75,26 @@ def test_publish_your_first_interaction(server_url: str) -> None:
         server_url,
     )
     assert "reflexio.Interaction(" in code and "session_id" not in code
-    exec(compile(code, str(SEED), "exec"), {})
-    client = ReflexioClient(url_endpoint=server_url)
-    (session,) = client.get_requests(user_id="user-123").sessions
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(SEED), "exec"), namespace)
+    close_clients(namespace)
+    with ReflexioClient(url_endpoint=server_url) as client:
+        turns = client.get_interactions(user_id="user-123").interactions
+        (session,) = client.get_requests(user_id="user-123").sessions
     assert session.session_id == "req-001"  # a request without a session is its own session
     assert [r.request.request_id for r in session.requests] == ["req-001"]
-    turns = client.get_interactions(user_id="user-123").interactions
     assert {(t.role, t.content) for t in turns} == {
         ("user", "How do I reset my password?"),
         ("assistant", "Go to Settings > Security > Reset Password."),
     }
 
 
-def test_basic_usage_with_await(server_url: str) -> None:
+def test_basic_usage_with_await(server_url: str, request: pytest.FixtureRequest) -> None:
     code = _readme_client(snippet("Basic usage", "import reflexio", "Configuration"), server_url)
     assert "await client.publish_interaction(" in code and "interactions=[...]" in code
     code = code.replace("interactions=[...]", "interactions=TURNS")
     client = ReflexioClient(url_endpoint=server_url)
+    request.addfinalizer(client.close)
     client.add_agent_playbooks([{"agent_version": "v1", "content": "Offer the password reset link first"}])
     turns = [
         reflexio.Interaction(role="user", content="How do I reset my password?"),
@@ -93,6 +103,7 @@ def test_basic_usage_with_await(server_url: str) -> None:
     namespace: dict[str, Any] = {"TURNS": turns}
     with pytest.warns(DeprecationWarning, match="search_profiles"):
         run_awaiting(code, namespace)
+    close_clients(namespace)
     assert namespace["profiles"].success and namespace["profiles"].user_profiles == []
     assert "pass user_id" in (namespace["profiles"].msg or "")
     assert [p.content for p in namespace["playbooks"].agent_playbooks] == [
@@ -103,12 +114,13 @@ def test_basic_usage_with_await(server_url: str) -> None:
     assert session.requests[0].request.agent_version == "v1"
 
 
-def test_configuration_with_await(server_url: str) -> None:
+def test_configuration_with_await(server_url: str, request: pytest.FixtureRequest) -> None:
     code = snippet("Configuration", "# Update org configuration", "Architecture")
     assert "reflexio.SetConfigRequest(" in code and 'openai="sk-..."' in code
     code = code.replace("profile_extractor_configs=[...]", "profile_extractor_configs=PROFILE_CONFIGS")
     code = code.replace("reflexio.PlaybookConfig(...)", "reflexio.PlaybookConfig(**PLAYBOOK_FIELDS)")
     client = ReflexioClient(url_endpoint=server_url)
+    request.addfinalizer(client.close)
     namespace: dict[str, Any] = {
         "reflexio": reflexio,
         "client": client,

@@ -7,7 +7,6 @@ update decisions are checked as stored rows.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -338,7 +337,7 @@ def test_a_rule_already_known_as_a_profile_is_not_repeated() -> None:
     assert propose(w, kinds=[PROFILE], context=known) == []
 
 
-def test_proposals_are_deterministic_and_fast() -> None:
+def test_proposals_are_deterministic() -> None:
     w = window(
         turn("User", "Book me a flight to Denver on Friday."),
         turn("Assistant", "Booked seat 23E.", tools_used=[tool("flights.book", "error", seat="23E")]),
@@ -353,10 +352,9 @@ def test_proposals_are_deterministic_and_fast() -> None:
         ),
     )
     first = propose(w)
-    started = time.perf_counter()
-    for _ in range(200):
+    assert first  # the window teaches something: the comparison below is not of two empty lists
+    for _ in range(20):
         assert propose(w) == first
-    assert (time.perf_counter() - started) / 200 < 0.02  # milliseconds per window, even on a busy CI box
 
 
 # -- the judge --------------------------------------------------------------------------------

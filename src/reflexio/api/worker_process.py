@@ -2,8 +2,10 @@
 
 Why a process and not threads beside the API: worker threads share the API's GIL, so a
 learning step in pure Python (the rule extractor, tokenising for the embedder) makes a
-publish wait for the interpreter. ``bench/ingest`` measured the SQLite publish-ack p95 at
-~10-16 ms with two worker threads in the API process against ~4 ms with none. The child is
+publish wait for the interpreter: with worker threads in the API process the publish-ack
+p95 is more than twice what it is with the worker process or with no workers at all
+(``python -m bench.ingest``; bench/results/ingest-worker-threads.json against ingest.json
+and ingest-no-workers.json). The child is
 ``python -m reflexio worker --niceness 10``: lowering its CPU priority makes the kernel run
 API requests first and give learning the spare CPU, and both processes queue for SQLite
 writes on one ``flock`` (see ``storage.sqlite``), which wakes a waiting publish the moment

@@ -218,6 +218,7 @@ from reflexio.models.org_config import (
     UserPlaybookExtractorConfig,
 )
 from reflexio.models.prompt import (
+    STANDING_TAG,
     PromptBlock,
     PromptItem,
     estimate_tokens,
@@ -238,6 +239,7 @@ __all__ = [
     "DEFAULT_WINDOW_SIZE",
     "MASK",
     "NEVER_EXPIRES_TIMESTAMP",
+    "STANDING_TAG",
     "APIKeyConfig",
     "AddAgentPlaybookRequest",
     "AddAgentPlaybookResponse",

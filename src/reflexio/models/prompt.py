@@ -15,7 +15,12 @@ from pydantic import ConfigDict, Field
 from reflexio.models.entities import RetrievedLearning, RetrievedLearningKind
 from reflexio.models.fields import WireModel
 
-__all__ = ["PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
+__all__ = ["STANDING_TAG", "PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
+
+#: The reserved tag of a *standing* learning: a preference that applies to every answer for its
+#: user (language, units, time zone, length, tone, format, accessibility). Search serves a
+#: user's standing learnings whatever the query, and a prompt budget keeps them first.
+STANDING_TAG: Final = "standing"
 
 RULES_HEADER: Final = "Rules to follow:"
 FACTS_HEADER: Final = "Facts about the user:"
@@ -56,6 +61,7 @@ class PromptItem:
     learning_id: str
     line: str
     score: float | None = None
+    standing: bool = False
 
     @property
     def is_fact(self) -> bool:
@@ -101,7 +107,8 @@ def _one_line(text: str) -> str:
 def pack_prompt(items: Sequence[PromptItem], max_tokens: int | None = None) -> PromptBlock:
     """Keep the best-scored items that fit in ``max_tokens`` and render them.
 
-    Items are considered in score order across kinds (unscored last; ties go agent playbook,
+    Standing items come first (they apply to every answer, whatever their relevance score);
+    the others follow in score order across kinds (unscored last; ties go agent playbook,
     user playbook, profile, then input order). An item that would overflow the budget is
     skipped whole and smaller ones after it may still fit. ``None`` means no budget.
 
@@ -127,10 +134,10 @@ def pack_prompt(items: Sequence[PromptItem], max_tokens: int | None = None) -> P
 
 
 def _ranked(items: list[PromptItem]) -> list[PromptItem]:
-    def key(position: int) -> tuple[bool, float, int, int]:
+    def key(position: int) -> tuple[bool, bool, float, int, int]:
         item = items[position]
         score = -item.score if item.score is not None else 0.0
-        return (item.score is None, score, _KIND_ORDER[item.kind], position)
+        return (not item.standing, item.score is None, score, _KIND_ORDER[item.kind], position)
 
     return [items[position] for position in sorted(range(len(items)), key=key)]
 

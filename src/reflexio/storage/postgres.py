@@ -56,6 +56,13 @@ _Q = queries("postgres")
 _PLAN_EACH_TIME: Final = frozenset({"search_interactions"})
 
 
+def _has_rows(cur: psycopg.Cursor[Any]) -> bool:
+    """Whether the statement returned a row set (``description`` would build every column's
+    metadata just to answer that)."""
+    result = cur.pgresult
+    return result is not None and result.nfields > 0
+
+
 @dataclass
 class _Tx:
     """A borrowed connection inside an open transaction."""
@@ -170,14 +177,15 @@ class PostgresConnector:
             return conn.execute(_Q.render(query, parts), params, prepare=self._prepare(query)).rowcount
 
     def one(self, query: str, params: Params | None = None, **parts: str) -> Row | None:
-        rows = self.all(query, params, **parts)
-        return rows[0] if rows else None
+        with self.connection() as conn, conn.cursor(binary=True) as cur:
+            cur.execute(_Q.render(query, parts), params, prepare=self._prepare(query))
+            return cur.fetchone() if _has_rows(cur) else None
 
     def all(self, query: str, params: Params | None = None, **parts: str) -> list[Row]:
         # Binary results: vectors arrive as raw float4s instead of text to parse.
         with self.connection() as conn, conn.cursor(binary=True) as cur:
             cur.execute(_Q.render(query, parts), params, prepare=self._prepare(query))
-            return list(cur.fetchall()) if cur.description else []
+            return list(cur.fetchall()) if _has_rows(cur) else []
 
     def many(self, query: str, rows: Sequence[Params]) -> None:
         if rows:
