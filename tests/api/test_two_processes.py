@@ -105,7 +105,9 @@ def test_a_rejection_in_one_process_is_honoured_by_a_search_in_another(
         "playbook_status": "approved",
     }
     added = reviewer.call("POST", "/api/add_agent_playbook", {"agent_playbooks": [rule]})
-    (playbook_id,) = added["agent_playbook_ids"]  # type: ignore[misc]
+    ids = added["agent_playbook_ids"]
+    assert isinstance(ids, list) and len(ids) == 1
+    playbook_id = int(ids[0])
     assert agent.serves(playbook_id)
     status = {"agent_playbook_id": playbook_id, "playbook_status": "rejected", "note": "legal said no"}
     reviewer.call("PUT", "/api/update_agent_playbook_status", status)
