@@ -41,7 +41,8 @@ class Replica:
             "--port",
             str(self.port),
         ]
-        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=self.log.open("wb"))
+        self._err = self.log.open("wb")
+        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=self._err)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 90
         while not self._ready():
@@ -75,6 +76,8 @@ class Replica:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        finally:
+            self._err.close()
 
 
 @pytest.fixture
