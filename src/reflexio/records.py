@@ -36,6 +36,7 @@ __all__ = [
     "LearningStatus",
     "ProposalRecord",
     "RequestRecord",
+    "SessionVerdictDay",
     "UsageSummary",
     "UsageTotals",
     "Vector",
@@ -238,6 +239,23 @@ class EvaluationRecord:
     learning_id: str | None = None
     interaction_id: int | None = None
     created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionVerdictDay:
+    """Session verdicts of one day, tallied where they are stored (``Storage.session_verdict_days``).
+
+    ``day`` counts whole days from the window's start; ``shadow_judged`` are the verdicts that
+    compared a shadow answer, ``shadow_won`` those where the shadow was (slightly) better.
+    """
+
+    day: int
+    judged: int = 0
+    succeeded: int = 0
+    corrections: int = 0
+    escalated: int = 0
+    shadow_judged: int = 0
+    shadow_won: int = 0
 
 
 @dataclass(slots=True, kw_only=True)

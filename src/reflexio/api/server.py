@@ -14,12 +14,13 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from reflexio.api import create_app
 from reflexio.api.worker_process import WorkerProcess
@@ -27,12 +28,20 @@ from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import announce_ready, start_pool
 
-__all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
+__all__ = ["Front", "build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds the workers get at shutdown to finish the jobs in hand.
 SHUTDOWN_GRACE_SECONDS = 20.0
+
+#: What the composition root may put in front of the API app (the dashboard: ``web.with_dashboard``).
+#: The API never imports what it is given; it only serves it.
+Front = Callable[[ASGIApp, Core], ASGIApp]
+
+
+def _fronted(app: FastAPI, core: Core, front: Front | None) -> ASGIApp:
+    return app if front is None else front(app, core)
 
 
 def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Path | None = None) -> FastAPI:
@@ -50,6 +59,7 @@ def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Pa
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         pool, child = None, None
+        core.storage.warm_search()  # before the first request: a restart is not a cold start
         if core.settings.workers > 0 and worker_process:
             child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS, ready_file=ready_file)
             child.start()  # the child announces itself once its workers run
@@ -72,15 +82,24 @@ def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Pa
     return app
 
 
-def serve(settings: Settings) -> None:
-    """Serve the API on ``settings.host:settings.port`` until interrupted."""
+def serve(settings: Settings, *, front: Front | None = None) -> None:
+    """Serve the API on ``settings.host:settings.port`` until interrupted.
+
+    Args:
+        settings: How to run.
+        front: What to serve in front of the API (the CLI passes the dashboard).
+    """
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     core = open_core(settings)
     apart = settings.worker_process and workers_can_run_apart(core)
     app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False
+        _fronted(app, core, front),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
     )
 
 
@@ -90,13 +109,16 @@ def workers_can_run_apart(core: Core) -> bool:
 
 
 @contextmanager
-def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0) -> Iterator[str]:
+def in_background(
+    core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0, front: Front | None = None
+) -> Iterator[str]:
     """Serve ``core`` (API and workers) on a free port in a thread; yields the base URL.
 
     For embedding Reflexio in another process (notebooks, simulators, tests) over a real
-    socket. The core is closed when the block exits.
+    socket, with ``front`` (the dashboard) in front of the API if given. The core is closed
+    when the block exits.
     """
-    app = build_server_app(core)
+    app = _fronted(build_server_app(core), core, front)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))

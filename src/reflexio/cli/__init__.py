@@ -20,6 +20,7 @@ import typer
 from reflexio.cli import (
     admin,
     data,
+    demo,
     doctor,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     learnings,
@@ -72,6 +73,7 @@ app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
+app.command()(demo.demo)
 
 
 def main() -> None:

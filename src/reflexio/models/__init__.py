@@ -227,6 +227,7 @@ from reflexio.models.prompt import (
 )
 from reflexio.models.secrets import (
     MASK,
+    is_secret_field,
     mask_secret,
     mask_secrets,
     mask_url,
@@ -429,6 +430,7 @@ __all__ = [
     "check_image_url",
     "check_time_range",
     "estimate_tokens",
+    "is_secret_field",
     "mask_secret",
     "mask_secrets",
     "mask_url",

@@ -85,6 +85,9 @@ class Plan:
     fusion: str = "calibrated"
     #: How far a strong hit lifts the learnings extracted from its request (0 turns it off).
     cohesion: float = ranking.COHESION_WEIGHT
+    #: Whether near-duplicates fold into the best of them: an agent wants distinct lessons, a
+    #: reviewer weighing evidence wants every user who taught the same one.
+    collapse: bool = True
     #: Per filter of ``filters``: the scope of the standing learnings served whatever the
     #: query (None: none for that filter).
     standing: tuple[LearningFilter | None, ...] = ()
@@ -156,7 +159,13 @@ def _query_vector(
 def _score(candidate: Candidate, plan: Plan) -> float:
     if plan.fusion == "rrf":
         return ranking.rrf_scores([(candidate.vector_rank, candidate.fts_rank)], weights=plan.weights)[0]
-    return ranking.fused_score(candidate.vector_score, candidate.fts_norm, plan.weights)
+    return ranking.fused_score(
+        candidate.vector_score,
+        candidate.fts_norm,
+        plan.weights,
+        fts_best=candidate.fts_best,
+        fts_floor=candidate.fts_floor,
+    )
 
 
 def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, float]]:
@@ -181,6 +190,8 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
         ((row, s) for (row, _), s in zip(pool, lifted, strict=True)),
         key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id),
     )
+    if not plan.collapse:
+        return [(row, round(s, 6)) for row, s in pool[: plan.top_k]]
     kept = ranking.collapse_near_duplicates(
         pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool], keep=plan.top_k
     )

@@ -39,6 +39,7 @@ from reflexio.records import (
     LLMUsageRecord,
     ProposalRecord,
     RequestRecord,
+    SessionVerdictDay,
     UsageSummary,
 )
 
@@ -211,6 +212,11 @@ class Storage(JobQueue, Protocol):
         """Full-text and vector candidates per filter, filtered before ranking."""
         ...
 
+    def warm_search(self) -> None:
+        """Make the first search as fast as later ones (an in-process index loads now): what a
+        server calls before it takes requests."""
+        ...
+
     def list_events(
         self,
         org_id: str,
@@ -218,9 +224,10 @@ class Storage(JobQueue, Protocol):
         learning_ids: Sequence[int] | None = None,
         user_id: str | None = None,
         kinds: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        """Learning history, newest first."""
+        """Learning history, newest first (``events``: only these, e.g. ``["approved"]``)."""
         ...
 
     def add_events(self, events: Sequence[LearningEvent], /) -> None:
@@ -296,6 +303,16 @@ class Storage(JobQueue, Protocol):
         limit: int = 100,
     ) -> list[EvaluationRecord]:
         """Judgements of one kind, newest first."""
+        ...
+
+    def session_verdict_days(
+        self, org_id: str, *, since: float, day_seconds: int, agent_version: str | None = None
+    ) -> list[SessionVerdictDay]:
+        """Session verdicts since ``since``, tallied per ``day_seconds`` (days without any omitted).
+
+        Counted where they are stored, so a window of a million verdicts costs one grouped
+        scan of the index, not a million decoded rows.
+        """
         ...
 
     def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:

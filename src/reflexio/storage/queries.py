@@ -255,12 +255,14 @@ def where_events(
     learning_ids: Sequence[int] | None,
     user_id: str | None,
     kinds: Sequence[str] | None,
+    events: Sequence[str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE fragment of ``Storage.list_events`` (without the org condition)."""
     w = Where(d)
     w.among("learning_id", None if learning_ids is None else list(learning_ids))
     w.equal("user_id", user_id)
     w.among("kind", None if kinds is None else [str(k) for k in kinds])
+    w.among("event", None if events is None else [str(e) for e in events])
     return w.compiled()
 
 

@@ -37,6 +37,7 @@ from reflexio.records import (
     LLMUsageRecord,
     ProposalRecord,
     RequestRecord,
+    SessionVerdictDay,
     UsageSummary,
     now,
 )
@@ -280,6 +281,9 @@ class SqlStorage(SqlJobQueue):
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
         return self.db.search_candidates(org_id, query)
 
+    def warm_search(self) -> None:
+        self.db.warm_search()
+
     def list_events(
         self,
         org_id: str,
@@ -287,9 +291,12 @@ class SqlStorage(SqlJobQueue):
         learning_ids: Sequence[int] | None = None,
         user_id: str | None = None,
         kinds: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        sql, params = where_events(self.db.dialect, learning_ids=learning_ids, user_id=user_id, kinds=kinds)
+        sql, params = where_events(
+            self.db.dialect, learning_ids=learning_ids, user_id=user_id, kinds=kinds, events=events
+        )
         params |= {"org_id": org_id, "limit": limit}
         return [rows.event_from(r) for r in self.db.all("list_events", params, where=sql)]
 
@@ -408,6 +415,16 @@ class SqlStorage(SqlJobQueue):
         )
         params |= {"org_id": org_id, "limit": limit}
         return [rows.evaluation_from(r) for r in self.db.all("list_evaluations", params, where=sql)]
+
+    def session_verdict_days(
+        self, org_id: str, *, since: float, day_seconds: int, agent_version: str | None = None
+    ) -> list[SessionVerdictDay]:
+        sql, params = where_evaluations(
+            self.db.dialect, kind="session", agent_version=agent_version, created_after=since
+        )
+        params |= {"org_id": org_id, "start": since, "day": day_seconds}
+        found = self.db.all("session_verdict_days", params, where=sql)
+        return [SessionVerdictDay(**{k: int(v or 0) for k, v in r.items()}) for r in found]
 
     def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:
         r = self.db.one("get_bookmark", {"org_id": org_id, "user_id": user_id, "extractor": extractor})

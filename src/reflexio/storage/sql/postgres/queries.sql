@@ -150,6 +150,19 @@ RETURNING id
 -- name: list_evaluations
 SELECT * FROM evaluations WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
 
+-- name: session_verdict_days
+-- Session verdicts tallied per day of a window (see Storage.session_verdict_days).
+SELECT floor((created_at - %(start)s) / %(day)s)::bigint AS day,
+       count(*) AS judged,
+       count(*) FILTER (WHERE result->'is_success' = 'true'::jsonb) AS succeeded,
+       coalesce(sum(CASE WHEN jsonb_typeof(result->'number_of_correction_per_session') = 'number'
+                         THEN (result->>'number_of_correction_per_session')::numeric END), 0)::bigint AS corrections,
+       count(*) FILTER (WHERE result->'is_escalated' = 'true'::jsonb) AS escalated,
+       count(*) FILTER (WHERE coalesce(result->>'regular_vs_shadow', '') <> '') AS shadow_judged,
+       count(*) FILTER (WHERE result->>'regular_vs_shadow' IN ('shadow_is_better', 'shadow_is_slightly_better')) AS shadow_won
+FROM evaluations WHERE org_id = %(org_id)s AND ({where})
+GROUP BY 1 ORDER BY 1
+
 -- name: get_bookmark
 SELECT org_id, user_id, extractor, last_interaction_id, updated_at
 FROM bookmarks WHERE org_id = %(org_id)s AND user_id = %(user_id)s AND extractor = %(extractor)s

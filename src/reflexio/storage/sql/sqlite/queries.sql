@@ -136,6 +136,18 @@ RETURNING id
 -- name: list_evaluations
 SELECT * FROM evaluations WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
 
+-- name: session_verdict_days
+-- Session verdicts tallied per day of a window (see Storage.session_verdict_days).
+SELECT CAST((created_at - :start) / :day AS INTEGER) AS day,
+       count(*) AS judged,
+       sum(json_extract(result, '$.is_success') = 1) AS succeeded,
+       sum(coalesce(json_extract(result, '$.number_of_correction_per_session'), 0)) AS corrections,
+       sum(json_extract(result, '$.is_escalated') = 1) AS escalated,
+       sum(coalesce(json_extract(result, '$.regular_vs_shadow'), '') <> '') AS shadow_judged,
+       sum(json_extract(result, '$.regular_vs_shadow') IN ('shadow_is_better', 'shadow_is_slightly_better')) AS shadow_won
+FROM evaluations WHERE org_id = :org_id AND ({where})
+GROUP BY 1 ORDER BY 1
+
 -- name: get_bookmark
 SELECT org_id, user_id, extractor, last_interaction_id, updated_at
 FROM bookmarks WHERE org_id = :org_id AND user_id = :user_id AND extractor = :extractor
