@@ -489,11 +489,14 @@ class SdkReflexio:
         return None
 
     def set_min_users(self, min_users: int) -> None:
-        """Make the org generalise a lesson once ``min_users`` distinct users taught it."""
+        """Make the org generalise a lesson once ``min_users`` distinct users taught it, with no
+        debounce (``delay_seconds`` 0): the simulator waits for aggregation between sessions,
+        and a debounce would only make it wait longer, not change what is learned."""
         config = self.client.get_config().model_dump(mode="json")
         extractor = config.get("user_playbook_extractor_config") or {}
         aggregation = extractor.get("aggregation_config") or {}
-        if aggregation.get("min_users") == min_users:
+        wanted = {"min_users": min_users, "delay_seconds": 0.0}
+        if all(aggregation.get(k) == v for k, v in wanted.items()):
             return
         if "min_users" not in aggregation:
             if min_users == DEFAULT_MIN_USERS:  # an older server: its behaviour is the default
@@ -501,7 +504,7 @@ class SdkReflexio:
             raise RuntimeError(
                 f"this server has no aggregation_config.min_users; cannot set it to {min_users}"
             )
-        aggregation["min_users"] = min_users
+        aggregation.update({k: v for k, v in wanted.items() if k in aggregation})
         self.client.set_config(config)
 
 

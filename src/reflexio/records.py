@@ -23,6 +23,8 @@ __all__ = [
     "Approval",
     "Audit",
     "Bookmark",
+    "ChangeLogRecord",
+    "ClusterRecord",
     "EvaluationRecord",
     "ExposureRecord",
     "InteractionRecord",
@@ -35,6 +37,7 @@ __all__ = [
     "LearningStatus",
     "OutcomeRecord",
     "ReflectionActionRecord",
+    "ProposalRecord",
     "RequestRecord",
     "SessionVerdictDay",
     "UsageSummary",
@@ -101,6 +104,8 @@ class RequestRecord:
     agent_version: str = ""
     created_at: int = 0
     payload_hash: str = ""
+    #: What is learned from this request queues no aggregation run (the publish asked so).
+    skip_aggregation: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -395,6 +400,62 @@ class LLMUsageRecord:
     latency_ms: float = 0.0
     ok: bool = True
     error: str | None = None
+    id: int = 0
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ClusterRecord:
+    """A cluster of one aggregation scope (org, agent version, playbook name) between runs.
+
+    ``decided_fingerprint`` is the fingerprint of the members when a run last decided about
+    the cluster: while it equals ``fingerprint`` the cluster costs the next run nothing.
+    """
+
+    org_id: str
+    agent_version: str
+    playbook_name: str
+    member_ids: tuple[int, ...]
+    fingerprint: str
+    decided_fingerprint: str | None = None
+    agent_playbook_id: int | None = None
+    revision_id: int | None = None
+    id: int = 0
+    updated_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ProposalRecord:
+    """The evidence an agent playbook was proposed from, written once with it.
+
+    It is the playbook's provenance (which user playbooks, how many users), its link to the
+    approved playbook it revises, and to the rejection it follows: a rejected playbook is only
+    re-proposed from users its proposal did not list.
+    """
+
+    org_id: str
+    agent_playbook_id: int
+    cluster_id: int
+    member_ids: tuple[int, ...]
+    user_ids: tuple[str, ...]
+    revises_id: int | None = None
+    follows_rejection_id: int | None = None
+    job_id: int | None = None
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ChangeLogRecord:
+    """What one aggregation run added, removed and rewrote (agent playbook snapshots)."""
+
+    org_id: str
+    agent_version: str
+    playbook_name: str
+    run_mode: str = "incremental"
+    added: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    updated: list[dict[str, Any]] = field(default_factory=list)
+    job_id: int | None = None
     id: int = 0
     created_at: float = 0.0
 

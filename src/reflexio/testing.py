@@ -256,9 +256,15 @@ def rules_learning_verdicts(inputs: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: A model reads paraphrases as one rule; the stand-in links members whose vectors are this
+#: similar (the bundled embedder's clustering threshold plus the service's direction margin).
+_PARAPHRASE_SIMILARITY = 0.55
+
+
 def _aggregate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The deterministic aggregator's rule for the cluster, in the aggregation schema."""
-    draft = CentralAggregator().aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
+    aggregator = CentralAggregator(link_similarity=_PARAPHRASE_SIMILARITY)
+    draft = aggregator.aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
     if draft is None:
         return {"playbook": None}
     return {

@@ -212,6 +212,14 @@ CASES = [
     _c("POST", "upgrade_all_user_playbooks", 409, body={"agent_version": "v1"}),
     _c("POST", "downgrade_all_user_playbooks", 409, body={}),
     _c("GET", "get_operation_status"),
+    _c("POST", "run_playbook_aggregation", body={"agent_version": "v1"}),  # B's own scope
+    _c("POST", "playbook_aggregation_operations", 202, body={"agent_version": "v1"}),
+    _c("GET", "playbook_aggregation_operations/{operation_id}", 404),
+    _c(
+        "GET",
+        "playbook_aggregation_change_logs",
+        params=lambda ids: {"agent_version": "v1", "playbook_name": "playbook"},
+    ),
     _c("POST", "get_agent_success_evaluation_results", body={}),
     _c("POST", "get_retrieved_learning_evaluation_results", body={}),
     _c(

@@ -134,6 +134,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/upgrade_all_user_playbooks"): {"success": True},
     ("POST", "/api/downgrade_all_user_playbooks"): {"success": True},
     ("POST", "/api/run_playbook_aggregation"): {"success": True},
+    ("POST", "/api/playbook_aggregation_operations"): {"operation_id": "5", "status": "queued"},
+    ("GET", "/api/playbook_aggregation_operations/5"): {"operation_id": "5", "status": "succeeded"},
+    ("GET", "/api/playbook_aggregation_change_logs"): {"success": True, "change_logs": []},
     ("POST", "/api/get_learning_provenance"): {"kind": "profile", "id": "p1", "provenance_status": "exact"},
     ("GET", "/api/get_operation_status"): {"success": True, "operation_status": OPERATION},
     ("POST", "/api/get_agent_success_evaluation_results"): {

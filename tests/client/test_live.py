@@ -347,6 +347,10 @@ NOT_IN_SCENARIO = {
     "get_operation_status",
     "get_agent_success_evaluation_results",
     "get_retrieved_learning_evaluation_results",
+    # aggregation: tests/client/test_aggregation_live.py
+    "submit_playbook_aggregation",
+    "get_playbook_aggregation_operation",
+    "get_playbook_aggregation_change_logs",
 }
 
 

@@ -12,6 +12,7 @@ from fastapi_offline import FastAPIOffline
 
 from reflexio.api import errors
 from reflexio.api.routes import (
+    aggregation,
     evaluation,
     experiments,
     generation,
@@ -85,6 +86,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         users,
         jobs,
         generation,
+        aggregation,
         evaluation,
         experiments,
     ):

@@ -16,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import httpx
 
 from reflexio.client import (
+    _aggregation,
     _evaluation,
     _generation,
     _interactions,
@@ -239,6 +240,9 @@ class ReflexioClient:
     upgrade_user_playbooks = _sync(_generation.upgrade_user_playbooks)
     downgrade_user_playbooks = _sync(_generation.downgrade_user_playbooks)
     run_playbook_aggregation = _sync(_generation.run_playbook_aggregation)
+    submit_playbook_aggregation = _sync(_aggregation.submit_playbook_aggregation)
+    get_playbook_aggregation_operation = _sync(_aggregation.get_playbook_aggregation_operation)
+    get_playbook_aggregation_change_logs = _sync(_aggregation.get_playbook_aggregation_change_logs)
     get_learning_provenance = _sync(_provenance.get_learning_provenance)
     get_operation_status = _sync(_generation.get_operation_status)
     get_agent_success_evaluation_results = _sync(_generation.get_agent_success_evaluation_results)
@@ -391,6 +395,9 @@ class AsyncReflexioClient:
     upgrade_user_playbooks = _async(_generation.upgrade_user_playbooks)
     downgrade_user_playbooks = _async(_generation.downgrade_user_playbooks)
     run_playbook_aggregation = _async(_generation.run_playbook_aggregation)
+    submit_playbook_aggregation = _async(_aggregation.submit_playbook_aggregation)
+    get_playbook_aggregation_operation = _async(_aggregation.get_playbook_aggregation_operation)
+    get_playbook_aggregation_change_logs = _async(_aggregation.get_playbook_aggregation_change_logs)
     get_learning_provenance = _async(_provenance.get_learning_provenance)
     get_operation_status = _async(_generation.get_operation_status)
     get_agent_success_evaluation_results = _async(_generation.get_agent_success_evaluation_results)

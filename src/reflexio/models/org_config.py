@@ -300,6 +300,16 @@ class PlaybookAggregatorConfig(_Strict):
     reaggregation_trigger_count: int = Field(default=2, ge=1)
     clustering_similarity: float | None = Field(default=None, ge=0.0, le=1.0)  # None = model's
     direction_overlap_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    # --- Our additions ---
+    # Distinct users a lesson needs before it becomes an agent playbook: one person's
+    # preference never becomes a rule for everyone.
+    min_users: int = Field(default=2, ge=1)
+    # New agent playbooks taught by at least this many distinct users are approved at once
+    # (None: every one waits for a reviewer). ``approval_required`` overrides it.
+    auto_approve_min_users: int | None = Field(default=None, ge=1)
+    # Seconds between the last change of a scope's user playbooks and its aggregation run:
+    # a burst of learning is one run.
+    delay_seconds: float = Field(default=10.0, ge=0.0, le=86_400.0)
 
     @model_validator(mode="before")
     @classmethod

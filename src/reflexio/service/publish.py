@@ -126,6 +126,7 @@ def publish(
         agent_version=req.agent_version or DEFAULT_AGENT_VERSION,
         created_at=min((i.created_at for i in req.interaction_data_list), default=int(now())),
         payload_hash=digest,
+        skip_aggregation=req.skip_aggregation,
     )
     turns = [
         views.interaction_record(org_id, request_id, req.user_id, req.session_id, item)

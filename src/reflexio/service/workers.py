@@ -16,12 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reflexio.jobs import Handler, JobContext, WorkerPool
+from reflexio.learn.aggregation_trigger import AGGREGATE
 from reflexio.learn.changes import Changes
 from reflexio.learn.pipeline import learn_window
 from reflexio.learn.rules.triage import teaches_now
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.records import InteractionRecord, Job
 from reflexio.service import judgement, maintenance, publish, reflection
+from reflexio.service.aggregation import aggregation_handler
 from reflexio.service.core import Core
 from reflexio.service.learners import learner_for
 from reflexio.service.rerun import RERUN, rerun_handler
@@ -104,6 +106,7 @@ def handlers(core: Core) -> dict[str, Handler]:
         RERUN: rerun_handler(core),
         REEMBED: _reembed(core),
         reflection.REVISE: reflection.revise_handler(core),
+        AGGREGATE: aggregation_handler(core),
         maintenance.EXPIRE: maintenance.expire_handler(core),
         maintenance.LINEAGE_GC: maintenance.lineage_gc_handler(core),
     }

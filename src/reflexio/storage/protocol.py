@@ -28,6 +28,8 @@ from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
+    ChangeLogRecord,
+    ClusterRecord,
     EvaluationRecord,
     ExposureRecord,
     InteractionRecord,
@@ -38,6 +40,7 @@ from reflexio.records import (
     LLMUsageRecord,
     OutcomeRecord,
     ReflectionActionRecord,
+    ProposalRecord,
     RequestRecord,
     SessionVerdictDay,
     UsageSummary,
@@ -230,6 +233,14 @@ class Storage(JobQueue, Protocol):
         """Learning history, newest first (``events``: only these, e.g. ``["approved"]``)."""
         ...
 
+    def add_events(self, events: Sequence[LearningEvent], /) -> None:
+        """Append history events that change no row (a refused review attempt, a note).
+
+        A decision that lost a race is part of the playbook's history: who tried what, and
+        why it was refused, next to the decision that won.
+        """
+        ...
+
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
         """Remember that search served these (kind, learning id) pairs in a session."""
         ...
@@ -322,6 +333,45 @@ class Storage(JobQueue, Protocol):
 
     def revert_reflection_action(self, org_id: str, action_id: int, *, by: str, note: str | None) -> bool:
         """Mark an action reverted; False when it was already reverted or does not exist."""
+        ...
+
+    # -- aggregation state -------------------------------------------------------------------
+    def list_clusters(self, org_id: str, agent_version: str, playbook_name: str) -> list[ClusterRecord]:
+        """The stored clusters of one aggregation scope, by id."""
+        ...
+
+    def save_clusters(
+        self,
+        org_id: str,
+        agent_version: str,
+        playbook_name: str,
+        upserts: Sequence[ClusterRecord],
+        removed: Sequence[int] = (),
+    ) -> list[ClusterRecord]:
+        """Insert clusters with ``id == 0``, replace those with an id, drop ``removed`` ones.
+
+        Only rows of the given scope are touched: an id of another org or scope changes
+        nothing. Returns the upserted clusters with their ids.
+        """
+        ...
+
+    def add_proposals(self, rows: Sequence[ProposalRecord], /) -> None:
+        """Record the evidence agent playbooks were proposed from (one per playbook: a later
+        proposal of the same playbook, rewritten in place, replaces it)."""
+        ...
+
+    def get_proposals(self, org_id: str, agent_playbook_ids: Sequence[int]) -> list[ProposalRecord]:
+        """The proposals of these agent playbooks, by playbook id (missing ones are left out)."""
+        ...
+
+    def add_change_log(self, row: ChangeLogRecord, /) -> ChangeLogRecord:
+        """Store what one aggregation run changed; returns it with its id and time."""
+        ...
+
+    def list_change_logs(
+        self, org_id: str, agent_version: str, playbook_name: str, *, limit: int
+    ) -> list[ChangeLogRecord]:
+        """Change logs of one aggregation scope, newest first."""
         ...
 
     # -- evaluations, bookmarks, configs ---------------------------------------------------

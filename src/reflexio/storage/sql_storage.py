@@ -28,11 +28,14 @@ from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
+    ChangeLogRecord,
+    ClusterRecord,
     EvaluationRecord,
     InteractionRecord,
     Learning,
     LearningEvent,
     LLMUsageRecord,
+    ProposalRecord,
     RequestRecord,
     SessionVerdictDay,
     UsageSummary,
@@ -298,6 +301,14 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         params |= {"org_id": org_id, "limit": limit}
         return [rows.event_from(r) for r in self.db.all("list_events", params, where=sql)]
 
+    def add_events(self, events: Sequence[LearningEvent], /) -> None:
+        if not events:
+            return
+        t = now()
+        stamped = [e if e.created_at else replace(e, created_at=t) for e in events]
+        with self.db.transaction() as db:
+            db.bulk_insert("learning_events", [rows.event_params(e) for e in stamped], returning_ids=False)
+
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
         if not refs:
             return
@@ -312,6 +323,67 @@ class SqlStorage(ReflectTables, SqlJobQueue):
     def list_exposures(self, org_id: str, session_id: str) -> set[tuple[str, str]]:
         found = self.db.all("list_exposures", {"org_id": org_id, "session_id": session_id})
         return {(r["kind"], r["learning_id"]) for r in found}
+
+    # -- aggregation state ----------------------------------------------------------------------
+    def list_clusters(self, org_id: str, agent_version: str, playbook_name: str) -> list[ClusterRecord]:
+        scope = {"org_id": org_id, "agent_version": agent_version, "playbook_name": playbook_name}
+        return [rows.cluster_from(r) for r in self.db.all("list_clusters", scope)]
+
+    def save_clusters(
+        self,
+        org_id: str,
+        agent_version: str,
+        playbook_name: str,
+        upserts: Sequence[ClusterRecord],
+        removed: Sequence[int] = (),
+    ) -> list[ClusterRecord]:
+        t = now()
+        scope = {"org_id": org_id, "agent_version": agent_version, "playbook_name": playbook_name}
+        # The scope comes from the arguments, never from the records: a record of another org
+        # cannot be written through this call.
+        scoped = [
+            replace(c, org_id=org_id, agent_version=agent_version, playbook_name=playbook_name, updated_at=t)
+            for c in upserts
+        ]
+        with self.db.transaction() as db:
+            if removed:
+                db.execute("delete_clusters", {**scope, "ids": db.dialect.bind_list(list(removed))})
+            db.many("update_cluster", [rows.cluster_params(c, t) for c in scoped if c.id])
+            fresh = [i for i, c in enumerate(scoped) if not c.id]
+            ids = db.insert("insert_cluster", [rows.cluster_params(scoped[i], t) for i in fresh])
+            for i, new_id in zip(fresh, ids, strict=True):
+                scoped[i] = replace(scoped[i], id=new_id)
+        return scoped
+
+    def add_proposals(self, rows_in: Sequence[ProposalRecord], /) -> None:
+        if not rows_in:
+            return
+        t = now()
+        with self.db.transaction() as db:
+            db.many("insert_proposal", [rows.proposal_params(p, p.created_at or t) for p in rows_in])
+
+    def get_proposals(self, org_id: str, agent_playbook_ids: Sequence[int]) -> list[ProposalRecord]:
+        if not agent_playbook_ids:
+            return []
+        params = {"org_id": org_id, "ids": self.db.dialect.bind_list(list(agent_playbook_ids))}
+        return [rows.proposal_from(r) for r in self.db.all("get_proposals", params)]
+
+    def add_change_log(self, row: ChangeLogRecord, /) -> ChangeLogRecord:
+        t = row.created_at or now()
+        with self.db.transaction() as db:
+            (log_id,) = db.insert("insert_change_log", [rows.change_log_params(row, t)])
+        return replace(row, id=log_id, created_at=t)
+
+    def list_change_logs(
+        self, org_id: str, agent_version: str, playbook_name: str, *, limit: int
+    ) -> list[ChangeLogRecord]:
+        params = {
+            "org_id": org_id,
+            "agent_version": agent_version,
+            "playbook_name": playbook_name,
+            "limit": max(0, limit),
+        }
+        return [rows.change_log_from(r) for r in self.db.all("list_change_logs", params)]
 
     # -- evaluations, bookmarks, configs ------------------------------------------------------
     def add_evaluations(self, rows_in: Sequence[EvaluationRecord], /) -> list[EvaluationRecord]:

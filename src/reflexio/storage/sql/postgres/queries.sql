@@ -9,9 +9,13 @@
 SELECT 1
 
 -- name: insert_request
-INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
-VALUES (%(org_id)s, %(request_id)s, %(user_id)s, %(session_id)s, %(source)s, %(agent_version)s,
-        %(created_at)s, %(payload_hash)s)
+INSERT INTO requests (
+    org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+    skip_aggregation
+) VALUES (
+    %(org_id)s, %(request_id)s, %(user_id)s, %(session_id)s, %(source)s, %(agent_version)s,
+    %(created_at)s, %(payload_hash)s, %(skip_aggregation)s
+)
 
 -- name: insert_interaction
 INSERT INTO interactions (
@@ -27,11 +31,13 @@ INSERT INTO interactions (
 RETURNING id
 
 -- name: get_request
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = %(org_id)s AND request_id = %(request_id)s
 
 -- name: list_requests
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = %(org_id)s AND ({where})
 ORDER BY created_at DESC, request_id COLLATE "C" DESC LIMIT %(limit)s OFFSET %(offset)s
 
@@ -427,3 +433,64 @@ WHERE org_id = %(org_id)s AND id = %(id)s AND reverted_at IS NULL
 
 -- name: clear_user_reflection_actions
 DELETE FROM reflection_actions WHERE org_id = %(org_id)s AND learning_id = ANY(%(ids)s::bigint[])
+
+-- name: list_clusters
+SELECT * FROM aggregation_clusters
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s
+ORDER BY id
+
+-- name: insert_cluster
+INSERT INTO aggregation_clusters (
+    org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
+    agent_playbook_id, revision_id, updated_at
+) VALUES (
+    %(org_id)s, %(agent_version)s, %(playbook_name)s, %(member_ids)s, %(fingerprint)s,
+    %(decided_fingerprint)s, %(agent_playbook_id)s, %(revision_id)s, %(updated_at)s
+)
+RETURNING id
+
+-- name: update_cluster
+UPDATE aggregation_clusters SET member_ids = %(member_ids)s, fingerprint = %(fingerprint)s,
+    decided_fingerprint = %(decided_fingerprint)s, agent_playbook_id = %(agent_playbook_id)s,
+    revision_id = %(revision_id)s, updated_at = %(updated_at)s
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s AND id = %(id)s
+
+-- name: delete_clusters
+DELETE FROM aggregation_clusters
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s AND id = ANY(%(ids)s::bigint[])
+
+-- name: insert_proposal
+INSERT INTO agent_playbook_proposals (
+    org_id, agent_playbook_id, cluster_id, member_ids, user_ids, revises_id,
+    follows_rejection_id, job_id, created_at
+) VALUES (
+    %(org_id)s, %(agent_playbook_id)s, %(cluster_id)s, %(member_ids)s, %(user_ids)s,
+    %(revises_id)s, %(follows_rejection_id)s, %(job_id)s, %(created_at)s
+)
+ON CONFLICT (org_id, agent_playbook_id) DO UPDATE SET cluster_id = excluded.cluster_id,
+    member_ids = excluded.member_ids, user_ids = excluded.user_ids,
+    revises_id = excluded.revises_id, follows_rejection_id = excluded.follows_rejection_id,
+    job_id = excluded.job_id, created_at = excluded.created_at
+
+-- name: get_proposals
+SELECT * FROM agent_playbook_proposals
+WHERE org_id = %(org_id)s AND agent_playbook_id = ANY(%(ids)s::bigint[])
+ORDER BY agent_playbook_id
+
+-- name: insert_change_log
+INSERT INTO aggregation_change_logs (
+    org_id, agent_version, playbook_name, run_mode, added, removed, updated, job_id, created_at
+) VALUES (
+    %(org_id)s, %(agent_version)s, %(playbook_name)s, %(run_mode)s, %(added)s, %(removed)s,
+    %(updated)s, %(job_id)s, %(created_at)s
+)
+RETURNING id
+
+-- name: list_change_logs
+SELECT * FROM aggregation_change_logs
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s
+ORDER BY id DESC LIMIT %(limit)s

@@ -10,8 +10,13 @@
 SELECT 1
 
 -- name: insert_request
-INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
-VALUES (:org_id, :request_id, :user_id, :session_id, :source, :agent_version, :created_at, :payload_hash)
+INSERT INTO requests (
+    org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+    skip_aggregation
+) VALUES (
+    :org_id, :request_id, :user_id, :session_id, :source, :agent_version, :created_at, :payload_hash,
+    :skip_aggregation
+)
 
 -- name: insert_interaction
 INSERT INTO interactions (
@@ -26,7 +31,8 @@ INSERT INTO interactions (
 RETURNING id
 
 -- name: get_request
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = :org_id AND request_id = :request_id
 
 -- name: list_requests
@@ -404,3 +410,62 @@ WHERE org_id = :org_id AND id = :id AND reverted_at IS NULL
 
 -- name: clear_user_reflection_actions
 DELETE FROM reflection_actions WHERE org_id = :org_id AND learning_id IN (SELECT value FROM json_each(:ids))
+
+-- name: list_clusters
+SELECT * FROM aggregation_clusters
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+ORDER BY id
+
+-- name: insert_cluster
+INSERT INTO aggregation_clusters (
+    org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
+    agent_playbook_id, revision_id, updated_at
+) VALUES (
+    :org_id, :agent_version, :playbook_name, :member_ids, :fingerprint, :decided_fingerprint,
+    :agent_playbook_id, :revision_id, :updated_at
+)
+RETURNING id
+
+-- name: update_cluster
+UPDATE aggregation_clusters SET member_ids = :member_ids, fingerprint = :fingerprint,
+    decided_fingerprint = :decided_fingerprint, agent_playbook_id = :agent_playbook_id,
+    revision_id = :revision_id, updated_at = :updated_at
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+  AND id = :id
+
+-- name: delete_clusters
+DELETE FROM aggregation_clusters
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+  AND id IN (SELECT value FROM json_each(:ids))
+
+-- name: insert_proposal
+INSERT INTO agent_playbook_proposals (
+    org_id, agent_playbook_id, cluster_id, member_ids, user_ids, revises_id,
+    follows_rejection_id, job_id, created_at
+) VALUES (
+    :org_id, :agent_playbook_id, :cluster_id, :member_ids, :user_ids, :revises_id,
+    :follows_rejection_id, :job_id, :created_at
+)
+ON CONFLICT (org_id, agent_playbook_id) DO UPDATE SET cluster_id = excluded.cluster_id,
+    member_ids = excluded.member_ids, user_ids = excluded.user_ids,
+    revises_id = excluded.revises_id, follows_rejection_id = excluded.follows_rejection_id,
+    job_id = excluded.job_id, created_at = excluded.created_at
+
+-- name: get_proposals
+SELECT * FROM agent_playbook_proposals
+WHERE org_id = :org_id AND agent_playbook_id IN (SELECT value FROM json_each(:ids))
+ORDER BY agent_playbook_id
+
+-- name: insert_change_log
+INSERT INTO aggregation_change_logs (
+    org_id, agent_version, playbook_name, run_mode, added, removed, updated, job_id, created_at
+) VALUES (
+    :org_id, :agent_version, :playbook_name, :run_mode, :added, :removed, :updated, :job_id,
+    :created_at
+)
+RETURNING id
+
+-- name: list_change_logs
+SELECT * FROM aggregation_change_logs
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+ORDER BY id DESC LIMIT :limit
