@@ -12,6 +12,9 @@ from fastapi_offline import FastAPIOffline
 
 from reflexio.api import browsers, errors, lifecycle, openapi, throttles
 from reflexio.api.routes import (
+    aggregation,
+    evaluation,
+    experiments,
     generation,
     interactions,
     jobs,
@@ -93,6 +96,9 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         users,
         jobs,
         generation,
+        aggregation,
+        evaluation,
+        experiments,
     ):
         app.include_router(module.router)
     return app

@@ -17,10 +17,8 @@ once; whether any key exists is re-read on every request until one does.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Annotated, cast
-from urllib.parse import urlsplit
 
 from fastapi import Depends
 from starlette.requests import Request
@@ -29,12 +27,10 @@ from reflexio.api.browsers import check_origin
 from reflexio.api.throttles import AuthThrottle, TokenBuckets
 from reflexio.errors import AuthenticationError, PermissionDeniedError
 from reflexio.service import keys
+from reflexio.service.callers import is_loopback_client
 from reflexio.service.core import Core
 
 __all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller"]
-
-#: Headers a proxy adds; their presence means the peer address is not the real client.
-_FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 NO_KEYS_MESSAGE = (
     "this server has no API key yet, so it only answers clients on this machine; "
@@ -111,20 +107,9 @@ def _bearer(request: Request) -> str:
 
 
 def is_local(request: Request) -> bool:
-    """Whether the request comes straight from this machine (see the module docstring)."""
-    client = request.client
-    if client is None or not _is_loopback(client.host):
-        return False
-    if any(name in request.headers for name in _FORWARDING_HEADERS):
-        return False
-    host = urlsplit(f"//{request.headers.get('host', '')}").hostname
-    return not host or _is_loopback(host)
+    """Whether the request comes straight from this machine (``service.callers`` has the rule).
 
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    Its ``Origin`` is held to the org's ``allowed_origins`` by :func:`check_origin` instead.
+    """
+    peer = request.client.host if request.client else None
+    return is_loopback_client(peer, request.headers, local_origin=False)

@@ -18,13 +18,14 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from reflexio.api import create_app
 from reflexio.api.lifecycle import Draining
@@ -35,12 +36,20 @@ from reflexio.service.core import Core, open_core
 from reflexio.service.warmup import Warmup
 from reflexio.service.workers import announce_ready, start_pool
 
-__all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
+__all__ = ["Front", "build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
 log = logging.getLogger(__name__)
 
 #: What is left of the grace period for the workers once requests have drained (at least).
 _MIN_WORKER_GRACE = 1.0
+
+#: What the composition root may put in front of the API app (the dashboard: ``web.with_dashboard``).
+#: The API never imports what it is given; it only serves it.
+Front = Callable[[ASGIApp, Core], ASGIApp]
+
+
+def _fronted(app: FastAPI, core: Core, front: Front | None) -> ASGIApp:
+    return app if front is None else front(app, core)
 
 
 def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Path | None = None) -> FastAPI:
@@ -59,6 +68,7 @@ def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Pa
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        core.storage.warm_search()  # before the first request: a restart is not a cold start
         app.state.warmup = Warmup()
         app.state.warmup.start(core)  # /health/ready says "pending" until it is done
         pool, child = None, None
@@ -88,8 +98,13 @@ def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Pa
     return app
 
 
-def serve(settings: Settings) -> None:
-    """Serve the API on ``settings.host:settings.port`` until interrupted."""
+def serve(settings: Settings, *, front: Front | None = None) -> None:
+    """Serve the API on ``settings.host:settings.port`` until interrupted.
+
+    Args:
+        settings: How to run.
+        front: What to serve in front of the API (the CLI passes the dashboard).
+    """
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.umask(0o077)  # every file the server creates (logs, key, database) is its owner's only
     core = open_core(settings)
@@ -100,7 +115,7 @@ def serve(settings: Settings) -> None:
     app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     config = uvicorn.Config(
-        app,
+        _fronted(app, core, front),
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
@@ -128,19 +143,24 @@ def workers_can_run_apart(core: Core) -> bool:
 
 
 @contextmanager
-def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0) -> Iterator[str]:
+def in_background(
+    core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0, front: Front | None = None
+) -> Iterator[str]:
     """Serve ``core`` (API and workers) on a free port in a thread; yields the base URL.
 
     For embedding Reflexio in another process (notebooks, simulators, tests) over a real
-    socket. The core is closed when the block exits.
+    socket, with ``front`` (the dashboard) in front of the API if given. The core is closed
+    when the block exits.
     """
-    app = build_server_app(core)
+    api = build_server_app(core)
+    draining: Draining = api.state.draining
+    app = _fronted(api, core, front)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     grace = max(1, round(core.settings.shutdown_grace_seconds))
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=grace)
-    server = _DrainingServer(config, app.state.draining)
+    server = _DrainingServer(config, draining)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -151,7 +171,7 @@ def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float =
             time.sleep(0.02)
         yield f"http://{host}:{sock.getsockname()[1]}"
     finally:
-        app.state.draining.begin()
+        draining.begin()
         server.should_exit = True
         thread.join(timeout=core.settings.shutdown_grace_seconds + 10)
         sock.close()

@@ -20,7 +20,9 @@ import typer
 from reflexio.cli import (
     admin,
     data,
+    demo,
     doctor,
+    evaluation,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     learnings,
     plans,
@@ -75,8 +77,10 @@ app.add_typer(admin.jobs, name="jobs")
 app.add_typer(secrets.secrets, name="secrets")
 app.add_typer(plans.plan, name="plan")
 app.command()(plans.usage)
+app.add_typer(evaluation.app, name="eval")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
+app.command()(demo.demo)
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 Extractors (rule-based or LLM) never write: they return ``Changes``. The job driver applies
 them with ``apply_changes`` inside the transaction that also moves the bookmark (and completes
-the job), which is what makes learning effects exactly-once.
+the job), which is what makes learning effects exactly-once; the same transaction queues the
+aggregation of every scope whose user playbooks changed (``learn.aggregation_trigger``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
+from reflexio.learn.aggregation_trigger import DEBOUNCE_SECONDS, enqueue_aggregations
 from reflexio.records import Audit, Learning, LearningStatus
 from reflexio.storage import Storage
 from reflexio.storage.learning_writes import with_current_vectors
@@ -67,8 +69,11 @@ class Changes:
         self.archived.extend(other.archived)
 
 
-def apply_changes(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> list[Learning]:
-    """Write ``changes`` through ``tx`` (call inside the job's effects transaction)."""
+def apply_changes(
+    tx: Storage, org_id: str, changes: Changes, audit: Audit, *, aggregation_delay: float = DEBOUNCE_SECONDS
+) -> list[Learning]:
+    """Write ``changes`` through ``tx`` (call inside the job's effects transaction); the
+    aggregation of the scopes they touch is queued ``aggregation_delay`` seconds later."""
     added = tx.save_learnings(changes.added, audit) if changes.added else []
     if changes.updated:
         tx.save_learnings(changes.updated, audit)
@@ -85,8 +90,11 @@ def apply_changes(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> l
                 job_id=audit.job_id,
             ),
         )
+    retired = []
     if changes.archived:
+        retired = tx.get_learnings(org_id, LearningFilter(ids=tuple(changes.archived)))
         tx.update_learnings(
             org_id, LearningFilter(ids=tuple(changes.archived)), {"status": LearningStatus.ARCHIVED}, audit
         )
+    enqueue_aggregations(tx, org_id, [*added, *changes.updated, *retired], delay=aggregation_delay)
     return added
