@@ -353,10 +353,10 @@ class PlaybookAggregatorConfig(_Strict):
     # --- Our additions ---
     # Distinct users a lesson needs before it becomes an agent playbook: one person's
     # preference never becomes a rule for everyone.
-    min_users: int = Field(default=2, ge=1)
+    min_users: int = Field(default=2, ge=1, le=10_000)
     # New agent playbooks taught by at least this many distinct users are approved at once
     # (None: every one waits for a reviewer). ``approval_required`` overrides it.
-    auto_approve_min_users: int | None = Field(default=None, ge=1)
+    auto_approve_min_users: int | None = Field(default=None, ge=1, le=10_000)
     # Seconds between the last change of a scope's user playbooks and its aggregation run:
     # a burst of learning is one run.
     delay_seconds: float = Field(default=10.0, ge=0.0, le=86_400.0)
@@ -592,9 +592,9 @@ class ReflectionPolicy(_Strict):
     """
 
     enabled: bool = True
-    min_negative_sessions: int = Field(default=3, ge=1)
+    min_negative_sessions: int = Field(default=3, ge=1, le=10_000)
     max_positive_share: float = Field(default=0.25, ge=0.0, lt=0.5)
-    min_holdout_sessions: int = Field(default=20, ge=2)
+    min_holdout_sessions: int = Field(default=20, ge=2, le=1_000_000)
     # With an LLM: propose a pending revision of a hurting playbook from its failure cases.
     propose_revisions: bool = True
 
