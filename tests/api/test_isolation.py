@@ -48,6 +48,7 @@ class Ids:
     agent_playbook: int
     dead_job: int
     reflection_action: int
+    aggregation_operation: str
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Case:
     params: Callable[[Ids], dict[str, Any]] = field(default=lambda ids: {})
     body: Callable[[Ids], Any] | None = None
     name: str = ""
-    path_params: dict[str, str] = field(default_factory=dict)
+    path_params: Callable[[Ids], dict[str, str]] = field(default=lambda ids: {})
 
     @property
     def id(self) -> str:
@@ -74,7 +75,7 @@ def _c(
     body: Any = None,
     params: Any = None,
     name: str = "",
-    path_params: dict[str, str] | None = None,
+    path_params: dict[str, str] | Callable[[Ids], dict[str, str]] | None = None,
 ) -> Case:
     wrap = (lambda value: lambda ids: value) if not callable(body) and body is not None else None
     return Case(
@@ -84,7 +85,7 @@ def _c(
         params=params or (lambda ids: {}),
         body=wrap(body) if wrap else body,
         name=name,
-        path_params=path_params or {},
+        path_params=path_params if callable(path_params) else (lambda ids: path_params or {}),
     )
 
 
@@ -214,7 +215,12 @@ CASES = [
     _c("GET", "get_operation_status"),
     _c("POST", "run_playbook_aggregation", body={"agent_version": "v1"}),  # B's own scope
     _c("POST", "playbook_aggregation_operations", 202, body={"agent_version": "v1"}),
-    _c("GET", "playbook_aggregation_operations/{operation_id}", 404),
+    _c(
+        "GET",
+        "playbook_aggregation_operations/{operation_id}",
+        404,
+        path_params=lambda ids: {"operation_id": ids.aggregation_operation},
+    ),
     _c(
         "GET",
         "playbook_aggregation_change_logs",
@@ -304,6 +310,9 @@ def seed_org_a(core: Core, app: Any) -> Ids:
         )
     )
     ok(a.post("/api/retrieval_experiments", json={"experiment_id": "alpha-exp", "holdout_percentage": 10}))
+    submitted = a.post("/api/playbook_aggregation_operations", json={"agent_version": "v1"})
+    assert submitted.status_code == 202, submitted.text
+    operation = submitted.json()
     (action,) = core.storage.add_reflection_actions(
         [
             ReflectionActionRecord(
@@ -322,6 +331,7 @@ def seed_org_a(core: Core, app: Any) -> Ids:
         agent_playbook=by_kind[LearningKind.AGENT_PLAYBOOK],
         dead_job=job.id,
         reflection_action=action.id,
+        aggregation_operation=str(operation["operation_id"]),
     )
 
 
@@ -401,10 +411,11 @@ def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     before = state_of(core, A)
     body = case.body(ids) if case.body else None
     params = case.params(ids)
-    url = case.path.format(**case.path_params)
+    path_params = case.path_params(ids)
+    url = case.path.format(**path_params)
     response = make_client(app, key=key_b).request(case.method, url, params=params, json=body)
     assert response.status_code == case.status, response.text
-    nothing_of_a(response.json(), json.dumps([body, params, case.path_params]))
+    nothing_of_a(response.json(), json.dumps([body, params, path_params]))
     assert state_of(core, A) == before
     if case.path == "/api/whoami":
         assert response.json()["org_id"] == B
