@@ -123,6 +123,7 @@ class Worker:
             restarting); it doubles while the outage lasts, up to ``max_outage_seconds``, so
             workers outlive an outage without hammering the database that is coming back.
         max_outage_seconds: Longest sleep between two attempts to reach the queue.
+        org_id: Claim only this org's jobs (a request that helps the queue while it waits).
     """
 
     storage: Storage
@@ -133,6 +134,7 @@ class Worker:
     backoff: Backoff = field(default_factory=Backoff)
     outage_seconds: float = 1.0
     max_outage_seconds: float = 30.0
+    org_id: str | None = None
     _rng: random.Random = field(default_factory=random.Random, repr=False)
     _current: Job | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -163,7 +165,11 @@ class Worker:
     def run_once(self) -> bool:
         """Claim and run at most one job; False when nothing was due."""
         jobs = self.storage.claim_jobs(
-            self.name, limit=1, lease_seconds=self.lease_seconds, tasks=list(self.handlers)
+            self.name,
+            limit=1,
+            lease_seconds=self.lease_seconds,
+            tasks=list(self.handlers),
+            org_id=self.org_id,
         )
         if not jobs:
             return False

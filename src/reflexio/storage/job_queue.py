@@ -49,13 +49,20 @@ class SqlJobQueue:
         limit: int,
         lease_seconds: float,
         tasks: Sequence[str] | None = None,
+        org_id: str | None = None,
     ) -> list[Job]:
         chosen = None if tasks is None else self.db.dialect.bind_list(list(tasks))
         try:
             with self.db.transaction() as db:
                 t = now()  # once the write lock is held: what is due, and when leases end
                 db.execute("bury_exhausted_jobs", {"error": LEASE_EXPIRED, "now": t})
-                params = {"worker": worker, "until": t + lease_seconds, "now": t, "tasks": chosen}
+                params = {
+                    "worker": worker,
+                    "until": t + lease_seconds,
+                    "now": t,
+                    "tasks": chosen,
+                    "org_id": org_id,
+                }
                 found = db.all("claim_jobs", {**params, "limit": max(0, limit)})
         except ConflictError:
             # PostgreSQL: a concurrent claim started a job of the same key between this
