@@ -9,6 +9,8 @@ that keeps it schema-valid; negative cases are sent as generated. Each rule is t
 * a publish needs one turn with content (empty turns are dropped, a batch of only empty turns
   is refused), cannot be both ``evaluation_only`` and ``force_extraction``, and names a
   retrieval experiment with its arm or not at all;
+* an evaluation overview's ``to_ts`` is not before its ``from_ts``, and learning impact by id
+  names the ids' ``kind``;
 * a config's ``stride_size`` may not exceed its ``window_size`` (``Config``), a masked secret
   (``****``) must match a stored one (``models.secrets``), and a retrieval experiment record
   ends after it starts (its changes are a 409 anyway: the experiment has routes of its own).
@@ -33,6 +35,10 @@ def before_call(ctx: Any, case: Any, kwargs: dict[str, Any]) -> None:
     if meta is None or not meta.generation.mode.is_positive or not isinstance(case.body, dict):
         return
     _order_window(case.body)
+    if case.path.endswith("/get_evaluation_overview"):
+        _order_overview(case.body)
+    if case.path.endswith("/get_learning_impact") and case.body.get("learning_ids"):
+        case.body["kind"] = case.body.get("kind") or "agent_playbook"
     if case.path.endswith("/publish_interaction"):
         _consistent_publish(case.body)
     if case.path.endswith(("/set_config", "/update_config")):
@@ -48,6 +54,12 @@ def _order_window(body: dict[str, Any]) -> None:
             del body["end_time"]
         else:
             body["start_time"], body["end_time"] = body["end_time"], body["start_time"]
+
+
+def _order_overview(body: dict[str, Any]) -> None:
+    start, end = body.get("from_ts"), body.get("to_ts")
+    if isinstance(start, int) and isinstance(end, int) and end < start:
+        body["from_ts"], body["to_ts"] = end, start
 
 
 def _instant(value: Any) -> float | None:

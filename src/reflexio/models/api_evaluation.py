@@ -99,7 +99,7 @@ class SetSessionOutcomeRequest(CapturesUnknownFields):
     session_id: Id
     outcome: SessionOutcomeKind
     occurred_at: Epoch
-    label: str | None = Field(default=None, max_length=128)
+    label: NonEmptyStr | None = Field(default=None, max_length=128)
     value: float | None = Field(default=None, allow_inf_nan=False)
     metadata: dict[str, Any] | None = None
     user_id: Id | None = None  # addition: disambiguates a shared id
