@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_ORG_ID",
     "DEFAULT_PORT",
+    "ClaudeCodeSettings",
     "ClientSettings",
     "Settings",
     "load_litellm",
@@ -177,6 +178,48 @@ class ClientSettings:
         env = os.environ if environ is None else environ
         url = env.get("REFLEXIO_URL") or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
         return cls(url=url.rstrip("/"), api_key=env.get("REFLEXIO_API_KEY", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeCodeSettings:
+    """How the Claude Code hooks reach Reflexio, and where they keep what could not be sent.
+
+    Attributes:
+        client: The server and key (``REFLEXIO_URL``, ``REFLEXIO_API_KEY``).
+        home: Reflexio's folder on this machine; the outbox lives in ``claude-code/`` under it.
+        user_id: Whose learnings these are (``REFLEXIO_USER_ID``, else the login name).
+        agent_version: What the turns are published as (``REFLEXIO_AGENT_VERSION``).
+        timeout_seconds: Longest a hook waits for the server (``REFLEXIO_HOOK_TIMEOUT_SECONDS``).
+        top_k: Learnings per kind a prompt is given (``REFLEXIO_HOOK_TOP_K``).
+        max_tokens: Size cap of the injected block (``REFLEXIO_HOOK_MAX_TOKENS``).
+    """
+
+    client: ClientSettings
+    home: Path
+    user_id: str = "claude-code"
+    agent_version: str = "claude-code"
+    timeout_seconds: float = 2.0
+    top_k: int = 5
+    max_tokens: int = 800
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ClaudeCodeSettings:
+        """Read the hooks' settings (the client's, plus the ``REFLEXIO_HOOK_*`` knobs)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            client=ClientSettings.from_env(env),
+            home=_home(env),
+            user_id=env.get("REFLEXIO_USER_ID") or env.get("USER") or env.get("USERNAME") or "claude-code",
+            agent_version=env.get("REFLEXIO_AGENT_VERSION") or "claude-code",
+            timeout_seconds=_float(env, "REFLEXIO_HOOK_TIMEOUT_SECONDS", 2.0),
+            top_k=_int(env, "REFLEXIO_HOOK_TOP_K", 5),
+            max_tokens=_int(env, "REFLEXIO_HOOK_MAX_TOKENS", 800),
+        )
+
+    @property
+    def folder(self) -> Path:
+        """Where the outbox and the hooks' log live."""
+        return self.home / "claude-code"
 
 
 def bool_env(name: str, default: bool = False) -> bool:

@@ -7,9 +7,14 @@ return its model. Errors are mapped in ``api.errors``, authentication in ``api.a
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from reflexio.api import errors
+from reflexio.api.mounts import Guarded, MountFactory, mounts_lifespan
 from reflexio.api.routes import (
     generation,
     interactions,
@@ -29,17 +34,36 @@ __all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "create_app"]
 DEFAULT_PUBLISH_WAIT_SECONDS = 30.0
 
 
-def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT_SECONDS) -> FastAPI:
+def create_app(
+    core: Core,
+    *,
+    publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT_SECONDS,
+    mounts: Sequence[MountFactory] = (),
+) -> FastAPI:
     """Build the API app for ``core``.
 
     ``redirect_slashes`` is off because the 0.2.16 client refuses every redirect: a path with
     a stray slash must fail as a 404, not turn into a 307 the client reports as an error.
+
+    Args:
+        core: The process core the routes serve.
+        publish_wait_seconds: How long a publish that waits for learning may wait.
+        mounts: ASGI apps to serve under ``/api`` (the MCP endpoint), authenticated like the
+            routes and run (their lifespans) while the app runs; see ``api.mounts``.
     """
+    mounted = [factory(core) for factory in mounts]
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mounts_lifespan(mounted):
+            yield
+
     app = FastAPI(
         title="Reflexio API",
         version=system.server_version(),
         description="A learning layer for AI agents: publish what happened, retrieve what matters.",
         redirect_slashes=False,
+        lifespan=lifespan,
     )
     app.state.core = core
     app.state.publish_wait_seconds = publish_wait_seconds
@@ -47,4 +71,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.include_router(system.public)
     for module in (system, interactions, profiles, playbooks, search, org_config, users, jobs, generation):
         app.include_router(module.router)
+    for mount in mounted:  # a plain Starlette route: its endpoint is the ASGI app itself
+        route = Route(f"/api{mount.path}", Guarded(core, mount), methods=["GET", "POST", "DELETE"])
+        app.router.routes.append(route)
     return app

@@ -41,10 +41,15 @@ NO_KEYS_MESSAGE = (
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The org a request acts for, and who to name in the history of what it changes."""
+    """The org a request acts for, and who to name in the history of what it changes.
+
+    ``reviewer`` says whether surfaces handed to agents (the MCP endpoint) offer this caller
+    the review tools (approve, reject): the operator on this machine does review.
+    """
 
     org_id: str
     actor: str
+    reviewer: bool = False
 
 
 async def get_core(request: Request) -> Core:
@@ -74,7 +79,7 @@ async def require_caller(request: Request, core: CoreDep) -> Caller:
             raise AuthenticationError(f"Authentication required: the Bearer token {problem}")
         return Caller(org_id=key.org_id, actor=f"key:{key.prefix}")
     if is_local(request):
-        return Caller(org_id=core.settings.default_org_id, actor="local")
+        return Caller(org_id=core.settings.default_org_id, actor="local", reviewer=True)
     raise PermissionDeniedError(NO_KEYS_MESSAGE)
 
 

@@ -14,13 +14,14 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
 import uvicorn
 from fastapi import FastAPI
 
 from reflexio.api import create_app
+from reflexio.api.mounts import MountFactory
 from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
@@ -34,42 +35,59 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_SECONDS = 20.0
 
 
-def build_server_app(core: Core, *, worker_process: bool = False) -> FastAPI:
+def build_server_app(
+    core: Core, *, worker_process: bool = False, mounts: Sequence[MountFactory] = ()
+) -> FastAPI:
     """The API app whose lifespan runs (and stops) the job workers.
 
     Args:
         core: The process core the routes serve.
         worker_process: Run the workers in a supervised child process instead of threads
             (only for a store other processes can open; see `workers_can_run_apart`).
+        mounts: ASGI apps to serve under ``/api`` (see ``api.mounts``).
     """
-    app = create_app(core)
+    app = create_app(core, mounts=mounts)
+    app_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        pool, child = None, None
-        if core.settings.workers > 0 and worker_process:
-            child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS)
-            child.start()
-        elif core.settings.workers > 0:
-            pool = start_pool(core)
-        try:
+        async with _workers(core, worker_process), app_lifespan(app):
             yield
-        finally:
-            if child is not None:
-                child.stop()
-            if pool is not None:
-                pool.stop(SHUTDOWN_GRACE_SECONDS)
-            core.close()
 
     app.router.lifespan_context = lifespan
     return app
 
 
-def serve(settings: Settings) -> None:
-    """Serve the API on ``settings.host:settings.port`` until interrupted."""
+@asynccontextmanager
+async def _workers(core: Core, worker_process: bool) -> AsyncIterator[None]:
+    """Run the job workers (a child process or threads) while the server runs; close the core after."""
+    pool, child = None, None
+    if core.settings.workers > 0 and worker_process:
+        child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS)
+        child.start()
+    elif core.settings.workers > 0:
+        pool = start_pool(core)
+    try:
+        yield
+    finally:
+        if child is not None:
+            child.stop()
+        if pool is not None:
+            pool.stop(SHUTDOWN_GRACE_SECONDS)
+        core.close()
+
+
+def serve(settings: Settings, *, mounts: Sequence[MountFactory] = ()) -> None:
+    """Serve the API on ``settings.host:settings.port`` until interrupted.
+
+    Args:
+        settings: How to run.
+        mounts: ASGI apps to serve under ``/api`` as well (the CLI passes the MCP endpoint).
+    """
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     core = open_core(settings)
-    app = build_server_app(core, worker_process=settings.worker_process and workers_can_run_apart(core))
+    apart = settings.worker_process and workers_can_run_apart(core)
+    app = build_server_app(core, worker_process=apart, mounts=mounts)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False
@@ -82,13 +100,19 @@ def workers_can_run_apart(core: Core) -> bool:
 
 
 @contextmanager
-def in_background(core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0) -> Iterator[str]:
+def in_background(
+    core: Core,
+    *,
+    host: str = "127.0.0.1",
+    start_timeout: float = 30.0,
+    mounts: Sequence[MountFactory] = (),
+) -> Iterator[str]:
     """Serve ``core`` (API and workers) on a free port in a thread; yields the base URL.
 
     For embedding Reflexio in another process (notebooks, simulators, tests) over a real
     socket. The core is closed when the block exits.
     """
-    app = build_server_app(core)
+    app = build_server_app(core, mounts=mounts)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))

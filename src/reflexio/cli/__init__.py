@@ -22,6 +22,7 @@ from reflexio.cli import (
     data,
     doctor,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
+    integrations,
     learnings,
     services,
     worker,
@@ -75,6 +76,8 @@ app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
+app.command()(integrations.mcp)
+app.add_typer(integrations.integrations, name="integrations")
 
 
 def main() -> None:

@@ -195,13 +195,14 @@ def start(
 
 def _serve_attached(chosen: Settings) -> Result:
     from reflexio.api.server import serve  # the server's dependencies load only when serving
+    from reflexio.cli.integrations import server_mounts
 
     files = ServerFiles(chosen.run_dir, chosen.port)
     _refuse_if_running(files, chosen.host)
     files.write(os.getpid(), chosen.host)
     try:
         with process.stop_on_signals():
-            serve(chosen)
+            serve(chosen, mounts=server_mounts())
     except process.Stopped:  # uvicorn shut down gracefully, then re-raised the signal
         pass
     finally:
