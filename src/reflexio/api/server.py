@@ -104,18 +104,19 @@ def in_background(
     core: Core,
     *,
     host: str = "127.0.0.1",
+    port: int = 0,
     start_timeout: float = 30.0,
     mounts: Sequence[MountFactory] = (),
 ) -> Iterator[str]:
-    """Serve ``core`` (API and workers) on a free port in a thread; yields the base URL.
+    """Serve ``core`` (API and workers) in a thread; yields the base URL.
 
     For embedding Reflexio in another process (notebooks, simulators, tests) over a real
-    socket. The core is closed when the block exits.
+    socket, on ``port`` (0: a free one). The core is closed when the block exits.
     """
     app = build_server_app(core, mounts=mounts)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
+    sock.bind((host, port))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -19,11 +19,10 @@ outbox's folder and the hook exits 0; the server is given ``timeout_seconds`` at
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import os
-import subprocess
+import socket
 import sys
 import time
 from pathlib import Path
@@ -94,23 +93,77 @@ def _search(settings: ClaudeCodeSettings, prompt: str, session_id: str) -> dict[
 
 
 def _post(settings: ClaudeCodeSettings, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """One JSON POST with the standard library (the SDK costs too much to import per prompt)."""
+    """One JSON POST, within ``timeout_seconds`` overall.
+
+    Plain HTTP goes over a socket with a one-request HTTP/1.1 exchange (``Connection: close``):
+    ``http.client`` pulls in the ``email`` package, which alone costs more start-up time than
+    the search. HTTPS goes through ``http.client`` and ``ssl``, which cost that anyway.
+    """
     url = urlsplit(settings.client.url)
-    connection_class = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    connection = connection_class(url.hostname or "127.0.0.1", url.port, timeout=settings.timeout_seconds)
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
     if settings.client.api_key:
         headers["Authorization"] = f"Bearer {settings.client.api_key}"
-    try:
-        connection.request("POST", url.path.rstrip("/") + path, json.dumps(body), headers)
-        response = connection.getresponse()
-        data = response.read()
-    finally:
-        connection.close()
-    if response.status != 200:
-        raise RuntimeError(f"POST {path} answered {response.status}: {data[:300]!r}")
+    target = url.path.rstrip("/") + path
+    payload = json.dumps(body).encode()
+    if url.scheme == "https":
+        status, data = _post_tls(
+            url.hostname or "", url.port or 443, target, payload, headers, settings.timeout_seconds
+        )
+    else:
+        status, data = _post_plain(
+            url.hostname or "127.0.0.1", url.port or 80, target, payload, headers, settings.timeout_seconds
+        )
+    if status != 200:
+        raise RuntimeError(f"POST {path} answered {status}: {data[:300]!r}")
     answer: dict[str, Any] = json.loads(data)
     return answer
+
+
+def _post_plain(
+    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    deadline = time.monotonic() + timeout
+    lines = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(payload)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+    head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(":", 1) for line in header_lines if ":" in line)
+    if any(k.strip().lower() == "transfer-encoding" and "chunked" in v.lower() for k, v in fields.items()):
+        rest = _unchunk(rest)
+    return int(status_line.split()[1]), rest
+
+
+def _unchunk(data: bytes) -> bytes:
+    out = []
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(data[:size])
+        data = data[size + 2 :]
+    return b"".join(out)
+
+
+def _post_tls(
+    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    import http.client
+
+    connection = http.client.HTTPSConnection(host, port, timeout=timeout)
+    try:
+        connection.request("POST", target, payload, headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
 
 
 def _items(found: dict[str, Any]) -> list[PromptItem]:
@@ -219,6 +272,8 @@ def _attach(turns: list[Turn], injections: list[Injection]) -> list[int]:
 
 def spawn_flush() -> None:
     """Send the outbox in a detached process, so no hook waits for the network."""
+    import subprocess  # only when there is something to send: it costs start-up time
+
     subprocess.Popen(
         [sys.executable, "-I", "-m", "reflexio.integrations.claude_code", "flush"],
         stdin=subprocess.DEVNULL,
