@@ -38,7 +38,18 @@ from reflexio.service.core import open_core
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "integrations" / "data" / "claude_code"
 USER = "bench-user"
-TOPICS = ["refund", "invoice", "deploy", "migration", "login", "billing", "export", "search", "cache", "queue"]
+TOPICS = [
+    "refund",
+    "invoice",
+    "deploy",
+    "migration",
+    "login",
+    "billing",
+    "export",
+    "search",
+    "cache",
+    "queue",
+]
 
 
 def seed(url: str, count: int) -> None:
@@ -112,7 +123,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
         settings = Settings.from_env(
-            {"HOME": str(home), "REFLEXIO_STORAGE_URL": f"sqlite:///{home}/db.sqlite", "REFLEXIO_WORKERS": "0"}
+            {
+                "HOME": str(home),
+                "REFLEXIO_STORAGE_URL": f"sqlite:///{home}/db.sqlite",
+                "REFLEXIO_WORKERS": "0",
+            }
         )
         core = open_core(settings)
         embedder = core.embedder.name
