@@ -100,14 +100,13 @@ def measure(url: str, home: Path, runs: int) -> dict[str, Any]:
     for i in range(runs + 5):
         with transcript.open("a") as handle:  # one more turn per round, as a session grows
             handle.write(turn)
-        env["REFLEXIO_HOOK_TOP_K"] = "5"
-        rounds = {
-            "prompt": lambda: run([*hook, "prompt"], prompt.replace("cc-session-1", f"bench-{i}"), env),
-            "stop": lambda: run([*hook, "stop"], stop, env),
-            "python": lambda: run([sys.executable, "-I", "-c", "pass"], "", env),
+        rounds = {  # a new session per prompt, so session dedup never empties the block
+            "prompt": ([*hook, "prompt"], prompt.replace("cc-session-1", f"bench-{i}")),
+            "stop": ([*hook, "stop"], stop),
+            "python": ([sys.executable, "-I", "-c", "pass"], ""),
         }
-        for name, measure_one in rounds.items():
-            elapsed = measure_one()
+        for name, (command, stdin) in rounds.items():
+            elapsed = run(command, stdin, env)
             if i >= 5:  # warm-up rounds are not counted
                 timings[name].append(elapsed)
         injected += int(i >= 5)
