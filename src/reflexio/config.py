@@ -84,6 +84,9 @@ class Settings:
         job_lease_seconds: How long a claimed job stays leased without a heartbeat.
         llm_timeout_seconds: Per-call timeout for LLM requests.
         log_level: Python logging level name.
+        otel_endpoint: OTLP/HTTP endpoint traces and metrics are pushed to (empty: none);
+            ``REFLEXIO_OTEL_ENDPOINT``, else the standard ``OTEL_EXPORTER_OTLP_ENDPOINT``.
+        otel_service_name: The ``service.name`` telemetry carries (``OTEL_SERVICE_NAME``).
         environ: The mapping the settings were read from, kept for provider keys
             that LiteLLM reads itself (never logged).
     """
@@ -101,6 +104,8 @@ class Settings:
     job_lease_seconds: float = 60.0
     llm_timeout_seconds: float = 60.0
     log_level: str = "INFO"
+    otel_endpoint: str = ""
+    otel_service_name: str = "reflexio"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -123,6 +128,10 @@ class Settings:
             job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
+            otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
+            otel_service_name=(
+                env.get("REFLEXIO_OTEL_SERVICE_NAME") or env.get("OTEL_SERVICE_NAME") or "reflexio"
+            ),
             environ=env,
         )
 

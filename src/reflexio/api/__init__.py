@@ -19,6 +19,7 @@ from reflexio.api.routes import (
     generation,
     interactions,
     jobs,
+    metrics,
     org_config,
     playbooks,
     profiles,
@@ -69,6 +70,7 @@ def create_app(
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.include_router(system.public)
+    app.include_router(metrics.router)
     for module in (system, interactions, profiles, playbooks, search, org_config, users, jobs, generation):
         app.include_router(module.router)
     for mount in mounted:  # a plain Starlette route: its endpoint is the ASGI app itself

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager, contextmanager
 import uvicorn
 from fastapi import FastAPI
 
+from reflexio import telemetry
 from reflexio.api import create_app
 from reflexio.api.mounts import MountFactory
 from reflexio.api.worker_process import WorkerProcess
@@ -85,6 +86,7 @@ def serve(settings: Settings, *, mounts: Sequence[MountFactory] = ()) -> None:
         mounts: ASGI apps to serve under ``/api`` as well (the CLI passes the MCP endpoint).
     """
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    telemetry.configure(service_name=settings.otel_service_name, otlp_endpoint=settings.otel_endpoint)
     core = open_core(settings)
     apart = settings.worker_process and workers_can_run_apart(core)
     app = build_server_app(core, worker_process=apart, mounts=mounts)

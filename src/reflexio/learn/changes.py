@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from reflexio import telemetry
 from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
 from reflexio.records import Audit, Learning, LearningStatus
@@ -69,6 +70,15 @@ class Changes:
 
 def apply_changes(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> list[Learning]:
     """Write ``changes`` through ``tx`` (call inside the job's effects transaction)."""
+    with telemetry.span(
+        "reflexio.learnings.save",
+        **{"reflexio.org": org_id, "reflexio.learnings.added": len(changes.added)},
+        **{"reflexio.learnings.updated": len(changes.updated), "reflexio.job.id": audit.job_id},
+    ):
+        return _apply(tx, org_id, changes, audit)
+
+
+def _apply(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> list[Learning]:
     added = tx.save_learnings(changes.added, audit) if changes.added else []
     if changes.updated:
         tx.save_learnings(changes.updated, audit)

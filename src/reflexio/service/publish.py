@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reflexio import telemetry
 from reflexio.errors import ConflictError, NotFoundError
 from reflexio.filters import InteractionFilter
 from reflexio.models import (
@@ -103,6 +104,19 @@ def publish(
     Raises:
         ConflictError: ``request_id`` was already used with a different payload.
     """
+    started = time.perf_counter()
+    attributes = {"reflexio.org": org_id, "reflexio.request_id": req.request_id}
+    with telemetry.span(
+        "reflexio.publish", **attributes, **{"reflexio.turns": len(req.interaction_data_list)}
+    ):
+        out = _store(core, org_id, req, flush=flush)
+    telemetry.PUBLISH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
+    return out
+
+
+def _store(
+    core: Core, org_id: str, req: PublishUserInteractionRequest, *, flush: bool = False
+) -> PublishUserInteractionResponse:
     request_id = req.request_id or uuid.uuid4().hex
     digest = payload_hash(req)
     existing = core.storage.get_request(org_id, request_id) if req.request_id else None

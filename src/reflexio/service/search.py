@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reflexio import ranking
+from reflexio import ranking, telemetry
 from reflexio.errors import ReflexioError
 from reflexio.filters import Candidate, CandidateQuery, LearningFilter
 from reflexio.filters import SearchMode as StoreMode
@@ -106,7 +106,10 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
         weights=plan.weights,
         pool=plan.top_k * POOL_FACTOR + len(plan.exclude),  # the excluded may all rank first
     )
-    candidates = core.storage.search_candidates(org_id, query)
+    with telemetry.span("reflexio.search.candidates", **{"reflexio.search.mode": mode.value}) as arms:
+        candidates = core.storage.search_candidates(org_id, query)
+        if telemetry.tracing():  # what each arm (full text, vector) brought
+            arms.set_attributes(_arm_counts(candidates))
     timings["candidates_ms"] = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     per_filter: list[list[Candidate]] = [[] for _ in plan.filters]
@@ -126,13 +129,23 @@ def _query_vector(
         return None, plan.mode, False
     started = time.perf_counter()
     try:
-        vector = core.embedder.embed([plan.text], kind="query")[0]
+        with telemetry.span("reflexio.search.embed", **{"reflexio.embedder": core.embedder.name}):
+            vector = core.embedder.embed([plan.text], kind="query")[0]
     except ReflexioError as exc:  # a hosted embedder is down: full text still answers
         log.warning("query embedding failed, searching full text only: %s", exc)
         return None, SearchMode.FTS, True
     finally:
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
     return vector, plan.mode, False
+
+
+def _arm_counts(candidates: Sequence[Candidate]) -> dict[str, int]:
+    """How many candidates each retrieval arm found (a candidate may come from both)."""
+    return {
+        "reflexio.search.fts_hits": sum(1 for c in candidates if c.fts_rank is not None),
+        "reflexio.search.vector_hits": sum(1 for c in candidates if c.vector_rank is not None),
+        "reflexio.search.candidates": len(candidates),
+    }
 
 
 def _score(candidate: Candidate, plan: Plan) -> float:
@@ -255,6 +268,14 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
 
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     """Unified search: the few learnings that matter for this query, per kind, scored."""
+    started = time.perf_counter()
+    with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": req.top_k}):
+        out = _unified(core, org_id, req)
+    telemetry.SEARCH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
+    return out
+
+
+def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     named = unified_filters(req, int(now()))
     exclude: frozenset[tuple[str, str]] = frozenset()
     if req.session_id and not req.include_already_served:

@@ -1,0 +1,169 @@
+"""OpenTelemetry: the spans and instruments Reflexio records, and where they are sent.
+
+Code records through the OpenTelemetry API only (``span``, the instruments below). The API is a
+no-op until :func:`configure` installs the SDK (the ``otel`` extra), so a server without it, or
+with nothing configured, pays next to nothing. :func:`configure` runs once per process (the API
+server, the worker process, ``reflexio worker``):
+
+* traces go to the OTLP/HTTP endpoint of ``Settings.otel_endpoint``, and nowhere when it is
+  unset (no tracer provider is installed, spans stay no-ops);
+* metrics are always readable as Prometheus text (``/metrics``, see :func:`prometheus_text`),
+  and pushed over OTLP too when the endpoint is set.
+
+A publish's trace continues in the worker that learns from it: :func:`carrier` serialises the
+current context (W3C ``traceparent``) for the job row, and :func:`continued` restores it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+
+__all__ = [
+    "JOB_FAILURES",
+    "LLM_COST",
+    "LLM_TOKENS",
+    "PUBLISH_MS",
+    "SEARCH_MS",
+    "carrier",
+    "configure",
+    "continued",
+    "prometheus_text",
+    "span",
+    "tracing",
+]
+
+log = logging.getLogger(__name__)
+
+_tracer = trace.get_tracer("reflexio")
+_meter = metrics.get_meter("reflexio")
+
+PUBLISH_MS = _meter.create_histogram(
+    "reflexio.publish.duration", unit="ms", description="Time to store a publish and enqueue its jobs."
+)
+SEARCH_MS = _meter.create_histogram(
+    "reflexio.search.duration", unit="ms", description="Time to answer a search."
+)
+JOB_FAILURES = _meter.create_counter(
+    "reflexio.jobs.failures", description="Job attempts that failed (outcome: retry or dead)."
+)
+LLM_TOKENS = _meter.create_counter(
+    "reflexio.llm.tokens", description="LLM tokens used (type: input or output)."
+)
+LLM_COST = _meter.create_counter("reflexio.llm.cost", unit="USD", description="LLM cost.")
+
+_configured = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def span(name: str, **attributes: Any) -> Any:
+    """A span around a block, child of the current one (a no-op until tracing is configured)."""
+    clean = {k: v for k, v in attributes.items() if v is not None}
+    return _tracer.start_as_current_span(name, attributes=clean)
+
+
+def tracing() -> bool:
+    """Whether spans are recorded in this process (callers may skip building costly attributes)."""
+    return bool(_state.get("tracing"))
+
+
+def carrier() -> dict[str, str]:
+    """The current trace context as W3C headers (``traceparent``), for a job row; empty when none."""
+    out: dict[str, str] = {}
+    if tracing():
+        propagate.inject(out)
+    return out
+
+
+@contextmanager
+def continued(headers: Mapping[str, str] | None) -> Iterator[None]:
+    """Make the trace context in ``headers`` current for the block (a job continuing a publish)."""
+    if not headers:
+        yield
+        return
+    token = otel_context.attach(propagate.extract(dict(headers)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def configure(
+    *,
+    service_name: str = "reflexio",
+    otlp_endpoint: str = "",
+    span_exporters: Sequence[Any] = (),
+    metric_readers: Sequence[Any] = (),
+) -> bool:
+    """Install the OpenTelemetry SDK for this process, once; False when the SDK is missing.
+
+    Args:
+        service_name: The ``service.name`` resource attribute.
+        otlp_endpoint: OTLP/HTTP base URL (``http://collector:4318``); empty sends nothing.
+        span_exporters: More span exporters (tests pass the SDK's in-memory one).
+        metric_readers: More metric readers (tests pass the SDK's in-memory one).
+    """
+    with _configured:
+        if _state:
+            return bool(_state.get("sdk"))
+        try:
+            _install(service_name, otlp_endpoint, span_exporters, metric_readers)
+        except ImportError as exc:
+            log.info("OpenTelemetry SDK not installed (%s): metrics and traces are off", exc.name)
+            _state["sdk"] = False
+            return False
+        return True
+
+
+def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers: Sequence[Any]) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    resource = Resource.create({"service.name": service_name})
+    all_readers = [*readers, *_prometheus_reader()]
+    span_processors: list[SpanProcessor] = [SimpleSpanProcessor(e) for e in exporters]
+    if endpoint:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        base = endpoint.rstrip("/")
+        span_processors.append(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
+        all_readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics")))
+    metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=all_readers))
+    if span_processors:
+        provider = TracerProvider(resource=resource)
+        for processor in span_processors:
+            provider.add_span_processor(processor)
+        trace.set_tracer_provider(provider)
+    _state.update(sdk=True, tracing=bool(span_processors), prometheus=bool(_state.get("registry")))
+
+
+def _prometheus_reader() -> list[Any]:
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        return []
+    registry = CollectorRegistry()
+    _state["registry"] = registry
+    return [PrometheusMetricReader(registry=registry)]
+
+
+def prometheus_text() -> bytes | None:
+    """Every metric of this process in the Prometheus text format; None without the SDK."""
+    registry = _state.get("registry")
+    if registry is None:
+        return None
+    from prometheus_client import generate_latest
+
+    text: bytes = generate_latest(registry)
+    return text

@@ -1,0 +1,104 @@
+"""OpenTelemetry: spans and metrics of a live server, read with the SDK's in-memory exporters.
+
+The SDK is installed once per process (``telemetry.configure``), so this module configures it
+with in-memory exporters before it starts its own server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from reflexio import telemetry
+from reflexio.api.server import in_background
+from reflexio.service import keys
+from reflexio.service.core import open_core
+from tests.integrations.conftest import Live, live_settings
+
+SPANS = InMemorySpanExporter()
+METRICS = InMemoryMetricReader()
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    assert telemetry.configure(span_exporters=[SPANS], metric_readers=[METRICS]), "the otel extra is missing"
+    if not telemetry.tracing():
+        pytest.skip("another test configured telemetry in this process first, without in-memory exporters")
+    home = tmp_path_factory.mktemp("traced")
+    core = open_core(live_settings(home))
+    with in_background(core) as url:
+        yield Live(url=url, core=core, home=home)
+
+
+def spans(name: str) -> list[Any]:
+    return [s for s in SPANS.get_finished_spans() if s.name == name]
+
+
+def metric_points(name: str) -> list[Any]:
+    data = METRICS.get_metrics_data()
+    assert data is not None
+    return [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == name
+        for point in metric.data.data_points
+    ]
+
+
+def test_a_search_is_traced_with_its_arms(traced: Live) -> None:
+    with traced.client() as api:
+        api.add_agent_playbooks([{"agent_version": "otel", "content": "Quote the invoice number in replies"}])
+        SPANS.clear()
+        api.search(query="which invoice number is it", agent_version="otel")
+    (search,) = spans("reflexio.search")
+    (http,) = spans("POST /api/search")  # FastAPI's own server span, around its endpoint span
+    (endpoint,) = [s for s in spans("fastapi.endpoint") if s.parent.span_id == http.context.span_id]
+    assert search.parent.span_id == endpoint.context.span_id
+    (candidates,) = spans("reflexio.search.candidates")
+    assert candidates.parent.span_id == search.context.span_id
+    assert candidates.attributes["reflexio.search.fts_hits"] >= 1
+    assert candidates.attributes["reflexio.search.vector_hits"] >= 1
+    assert spans("reflexio.search.embed")[0].parent.span_id == search.context.span_id
+    assert [p.count for p in metric_points("reflexio.search.duration")] and all(
+        p.attributes["org"] == "self-host-org" for p in metric_points("reflexio.search.duration")
+    )
+
+
+def test_a_publish_continues_the_callers_trace(traced: Live) -> None:
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    SPANS.clear()
+    response = httpx.post(
+        f"{traced.url}/api/publish_interaction",
+        json={
+            "user_id": "otel-user",
+            "session_id": "s",
+            "interaction_data_list": [{"content": "hello there"}],
+        },
+        headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"},
+    )
+    assert response.status_code == 200, response.text
+    (publish,) = spans("reflexio.publish")
+    assert format(publish.context.trace_id, "032x") == trace_id
+    assert publish.attributes["reflexio.turns"] == 1
+    assert metric_points("reflexio.publish.duration")
+
+
+def test_metrics_are_served_to_prometheus_behind_the_api_key(traced: Live, tmp_path: Path) -> None:
+    text = httpx.get(f"{traced.url}/metrics").text
+    assert "reflexio_search_duration_milliseconds_bucket" in text or "reflexio_search_duration" in text
+    record, plain = keys.create_key(traced.core, "otel-org")
+    try:
+        assert httpx.get(f"{traced.url}/metrics").status_code == 401
+        scraped = httpx.get(f"{traced.url}/metrics", headers={"Authorization": f"Bearer {plain}"})
+        assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+        assert "reflexio_publish_duration" in scraped.text
+    finally:
+        keys.revoke_key(traced.core, record.id, "otel-org")
