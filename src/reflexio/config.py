@@ -22,6 +22,7 @@ __all__ = [
     "ClaudeCodeSettings",
     "ClientSettings",
     "Settings",
+    "litellm_callbacks",
     "load_litellm",
 ]
 
@@ -242,7 +243,8 @@ def load_litellm() -> Any:
 
     Importing litellm fetches its model price map from GitHub unless told to use the copy its
     wheel bundles; this ``setdefault`` is Reflexio's only environment *write*, and an operator
-    who set the variable keeps their value.
+    who set the variable keeps their value. ``REFLEXIO_LITELLM_CALLBACKS`` turns on LiteLLM's
+    own callbacks (Langfuse and the others LiteLLM supports, configured as LiteLLM documents).
 
     Raises:
         ImportError: litellm is not installed (the ``llm`` extra).
@@ -251,4 +253,14 @@ def load_litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
+    callbacks = litellm_callbacks(os.environ)
+    if callbacks:  # e.g. "langfuse": LiteLLM then reports every call there itself
+        litellm.success_callback = [*litellm.success_callback, *callbacks]
+        litellm.failure_callback = [*litellm.failure_callback, *callbacks]
     return litellm
+
+
+def litellm_callbacks(environ: Mapping[str, str]) -> list[str]:
+    """LiteLLM callbacks to turn on (``REFLEXIO_LITELLM_CALLBACKS=langfuse,otel``), in order."""
+    raw = environ.get("REFLEXIO_LITELLM_CALLBACKS", "")
+    return [name.strip() for name in raw.split(",") if name.strip()]
