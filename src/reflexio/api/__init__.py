@@ -65,6 +65,10 @@ def create_app(
         description="A learning layer for AI agents: publish what happened, retrieve what matters.",
         redirect_slashes=False,
         lifespan=lifespan,
+        # FastAPI's own OpenTelemetry: one server span per request (continuing the caller's
+        # traceparent) and HTTP metrics, no-ops until reflexio.telemetry installs the SDK. Its
+        # spans around dependencies and serialization would cost more than they tell.
+        telemetry={"operation_spans": False, "logs": False},
     )
     app.state.core = core
     app.state.publish_wait_seconds = publish_wait_seconds
