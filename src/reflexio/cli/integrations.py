@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client_settings, wants_json
-from reflexio.cli.output import Result, Table, run
+from reflexio.cli.output import Result, Table, fail, run
 from reflexio.errors import BadRequestError
 
 if TYPE_CHECKING:
@@ -48,18 +48,20 @@ def mcp(
     ] = False,
     url: UrlOpt = "",
     api_key: ApiKeyOpt = "",
+    as_json: JsonOpt = False,
 ) -> None:
     """Serve Reflexio's MCP tools over stdio (search, publish, list/get learnings).
 
     Point a desktop agent's MCP configuration at this command; it talks to the Reflexio
-    server at --url (default $REFLEXIO_URL, then the local server).
+    server at --url (default $REFLEXIO_URL, then the local server). Once serving, stdout
+    carries the MCP protocol; --json only shapes a failure to start.
     """
     try:
         from reflexio.client import AsyncReflexioClient
         from reflexio.integrations.gateway import ClientGateway
         from reflexio.integrations.mcp_server import stdio_server
     except ImportError as exc:
-        raise typer.BadParameter(str(_missing("mcp", exc))) from exc
+        fail(_missing("mcp", exc), as_json=wants_json(as_json))
     chosen = client_settings(url, api_key)
     client = AsyncReflexioClient(api_key=chosen.api_key, url_endpoint=chosen.url)
     stdio_server(ClientGateway(client), review=review).run("stdio")
