@@ -1,7 +1,9 @@
-"""Shared fixtures: the real bundled embedder and every storage backend.
+"""Shared fixtures: the real bundled embedder and every storage engine.
 
-PostgreSQL tests run when REFLEXIO_TEST_POSTGRES_URL is set (scripts/test starts a server and
-sets it); each test gets its own schema, so tests never see each other's rows.
+The storage-backed suites run on SQLite and PostgreSQL, the two engines; ``memory://`` is
+SQLite on a throwaway file (``tests/storage/test_memory.py`` checks it stays that). PostgreSQL
+tests run when REFLEXIO_TEST_POSTGRES_URL is set (scripts/test starts a server and sets it);
+each test gets its own schema, so tests never see each other's rows.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from reflexio.embed import Embedder, open_embedder
 from reflexio.storage import Storage, open_storage
 
 POSTGRES_URL = os.environ.get("REFLEXIO_TEST_POSTGRES_URL", "")
-BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +43,7 @@ def postgres_schema_url() -> str:
 
 
 def storage_url(backend: str, tmp_path: os.PathLike[str]) -> str:
-    if backend == "memory":
-        return "memory://"
+    """A fresh store of ``backend`` ("sqlite" in ``tmp_path``, or "postgres")."""
     if backend == "sqlite":
         return f"sqlite:///{os.fspath(tmp_path)}/reflexio.db"
     if not POSTGRES_URL:
@@ -55,6 +56,14 @@ def storage(
     request: pytest.FixtureRequest, tmp_path: os.PathLike[str], embedder: Embedder
 ) -> Iterator[Storage]:
     store = open_storage(storage_url(request.param, tmp_path), embedder)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def memory_storage(embedder: Embedder) -> Iterator[Storage]:
+    """A ``memory://`` store (SQLite on a throwaway file), closed after the test."""
+    store = open_storage("memory://", embedder)
     yield store
     store.close()
 

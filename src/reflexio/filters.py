@@ -1,8 +1,9 @@
 """Filters: what a storage query selects, expressed as data.
 
 One ``LearningFilter`` covers every way learnings are selected (by kind, scope, status,
-approval, tags, time); backends compile it to SQL or to a numpy mask, and ``matches`` is the
-reference semantics every backend must agree with (the contract suite checks that).
+approval, tags, time); storage compiles it to SQL (``storage.queries``) and the in-process
+search index to a numpy mask. Its reference semantics, on one row, is the contract suite's
+oracle (``tests/storage/filter_oracle.py``): every engine must agree with it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from enum import StrEnum
 from reflexio.ranking import FusionWeights
 from reflexio.records import (
     Approval,
-    InteractionRecord,
     Learning,
     LearningKind,
     LearningStatus,
-    RequestRecord,
     Vector,
 )
 
@@ -90,61 +89,6 @@ class LearningFilter:
     active_at: int | None = None
     expired_at: int | None = None
 
-    def matches(self, row: Learning) -> bool:
-        """Reference semantics of the filter, evaluated on one row."""
-        return all(check(self, row) for check in _CHECKS)
-
-
-def _kind(f: LearningFilter, r: Learning) -> bool:
-    return not f.kinds or r.kind in f.kinds
-
-
-def _ids(f: LearningFilter, r: Learning) -> bool:
-    return f.ids is None or r.id in f.ids
-
-
-def _profile_ids(f: LearningFilter, r: Learning) -> bool:
-    return f.profile_ids is None or r.profile_id in f.profile_ids
-
-
-def _scope(f: LearningFilter, r: Learning) -> bool:
-    return (
-        (f.user_id is None or r.user_id == f.user_id)
-        and (f.agent_version is None or r.agent_version == f.agent_version)
-        and (f.playbook_name is None or r.playbook_name == f.playbook_name)
-        and (f.request_id is None or r.request_id == f.request_id)
-    )
-
-
-def _status(f: LearningFilter, r: Learning) -> bool:
-    if f.statuses is not None and r.status not in f.statuses:
-        return False
-    if f.approvals is not None and r.kind is LearningKind.AGENT_PLAYBOOK:
-        return r.approval in f.approvals
-    return True
-
-
-def _source(f: LearningFilter, r: Learning) -> bool:
-    return f.source is None or (r.source or "").lower() == f.source.lower()
-
-
-def _tags(f: LearningFilter, r: Learning) -> bool:
-    return f.tags is None or bool(set(f.tags) & set(r.tags))
-
-
-def _times(f: LearningFilter, r: Learning) -> bool:
-    return (
-        (f.created_after is None or r.created_at >= f.created_after)
-        and (f.created_before is None or r.created_at <= f.created_before)
-        and (f.updated_after is None or r.updated_at >= f.updated_after)
-        and (f.updated_before is None or r.updated_at <= f.updated_before)
-        and (f.active_at is None or r.expires_at > f.active_at)
-        and (f.expired_at is None or r.expires_at <= f.expired_at)
-    )
-
-
-_CHECKS = (_kind, _ids, _profile_ids, _scope, _status, _source, _tags, _times)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InteractionFilter:
@@ -159,19 +103,6 @@ class InteractionFilter:
     created_after: int | None = None
     created_before: int | None = None
 
-    def matches(self, row: InteractionRecord) -> bool:
-        """Reference semantics of the filter, evaluated on one row."""
-        return (
-            (self.ids is None or row.id in self.ids)
-            and (self.user_id is None or row.user_id == self.user_id)
-            and (self.request_ids is None or row.request_id in self.request_ids)
-            and (self.session_id is None or row.session_id == self.session_id)
-            and (self.after_id is None or row.id > self.after_id)
-            and (self.up_to_id is None or row.id <= self.up_to_id)
-            and (self.created_after is None or row.created_at >= self.created_after)
-            and (self.created_before is None or row.created_at <= self.created_before)
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestFilter:
@@ -184,18 +115,6 @@ class RequestFilter:
     agent_version: str | None = None
     created_after: int | None = None
     created_before: int | None = None
-
-    def matches(self, row: RequestRecord) -> bool:
-        """Reference semantics of the filter, evaluated on one row."""
-        return (
-            (self.request_ids is None or row.request_id in self.request_ids)
-            and (self.user_id is None or row.user_id == self.user_id)
-            and (self.session_id is None or row.session_id == self.session_id)
-            and (self.source is None or row.source.lower() == self.source.lower())
-            and (self.agent_version is None or row.agent_version == self.agent_version)
-            and (self.created_after is None or row.created_at >= self.created_after)
-            and (self.created_before is None or row.created_at <= self.created_before)
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
 from reflexio.learn.changes import Changes, apply_changes
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, learn_window
@@ -21,7 +20,7 @@ from reflexio.learn.rules import RuleJudge, RuleProposer
 from reflexio.learn.windows import Window
 from reflexio.models.org_config import Config
 from reflexio.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
-from reflexio.storage import Storage, open_storage
+from reflexio.storage import Storage
 
 PROFILE, PLAYBOOK = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK
 BOTH = (PROFILE, PLAYBOOK)
@@ -535,8 +534,8 @@ def test_no_target_is_retired_twice() -> None:
 
 
 @pytest.fixture
-def store(embedder: Embedder) -> Storage:
-    return open_storage("memory://", embedder)
+def store(memory_storage: Storage) -> Storage:
+    return memory_storage
 
 
 def learn(store: Storage, *turns: InteractionRecord, first_id: int) -> Changes:

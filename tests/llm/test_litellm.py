@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from reflexio.embed import Embedder
 from reflexio.learn.usage import metered
 from reflexio.llm import (
     LiteLLMModel,
@@ -29,7 +28,7 @@ from reflexio.llm import (
     Role,
     parse_output,
 )
-from reflexio.storage.memory import MemoryStorage
+from reflexio.storage import Storage
 
 
 class Verdict(BaseModel):
@@ -171,8 +170,8 @@ def test_each_role_uses_its_model_and_server(litellm: Any) -> None:
     assert provider.requests[1]["model"] == "openai/gpt-4o-mini" and "api_base" not in provider.requests[1]
 
 
-def test_calls_are_accounted_per_org_and_job(litellm: Any, embedder: Embedder) -> None:
-    storage = MemoryStorage(embedder)
+def test_calls_are_accounted_per_org_and_job(litellm: Any, memory_storage: Storage) -> None:
+    storage = memory_storage
     provider = Provider(litellm, '{"learnable": true}', rate_limited(litellm), *[rate_limited(litellm)] * 2)
     llm = metered(model(provider), storage, "org-a", job_id=42)
     llm.complete(call())

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from reflexio.embed import Embedder
 from reflexio.learn.llm_extract import window_learner
 from reflexio.learn.reformulate import rewrite_query
 from reflexio.models.api_search import ConversationTurn
 from reflexio.models.org_config import Config
 from reflexio.records import InteractionRecord, RequestRecord
-from reflexio.storage.memory import MemoryStorage
+from reflexio.storage import Storage
 from reflexio.testing import rules_script
 from tests.llm.support import turn, window
 
@@ -23,13 +22,13 @@ CORRECTION = (
 )
 
 
-def stored(storage: MemoryStorage, *turns: InteractionRecord) -> tuple[InteractionRecord, ...]:
+def stored(storage: Storage, *turns: InteractionRecord) -> tuple[InteractionRecord, ...]:
     request = RequestRecord(org_id="o", request_id="r1", user_id="u1", session_id="s1")
     return tuple(storage.insert_request(request, turns))
 
 
-def test_a_correction_is_learned_through_one_scripted_extraction_call(embedder: Embedder) -> None:
-    storage = MemoryStorage(embedder)
+def test_a_correction_is_learned_through_one_scripted_extraction_call(memory_storage: Storage) -> None:
+    storage = memory_storage
     turns = stored(storage, *CORRECTION)
     llm = rules_script()
     changes = window_learner(storage, Config(), llm)(window(*turns))
@@ -38,8 +37,8 @@ def test_a_correction_is_learned_through_one_scripted_extraction_call(embedder: 
     assert any("ask" in row.content.lower() for row in changes.added)
 
 
-def test_quiet_windows_cost_no_call(embedder: Embedder) -> None:
-    storage = MemoryStorage(embedder)
+def test_quiet_windows_cost_no_call(memory_storage: Storage) -> None:
+    storage = memory_storage
     turns = stored(storage, turn(1, "User", "Update the README badge URL."), turn(2, "Assistant", "Done."))
     llm = rules_script()
     assert not window_learner(storage, Config(), llm)(window(*turns))

@@ -123,7 +123,7 @@ def test_no_model_runs_while_the_store_is_locked_for_writing(tmp_path: Path) -> 
         name, dim = inner.name, inner.dim
 
         def embed(self, texts: Any, *, kind: str = "document") -> Any:
-            locked_calls.append(storage._write_lock.locked())
+            locked_calls.append(storage.db._write_lock.locked())
             return inner.embed(texts, kind=kind)
 
     storage.embedder = c.embedder = Watching()

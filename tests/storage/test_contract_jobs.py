@@ -6,7 +6,7 @@ import time
 
 from reflexio.records import Job, JobStatus
 from reflexio.storage import Storage
-from reflexio.storage.common import LEASE_EXPIRED
+from reflexio.storage.job_queue import LEASE_EXPIRED
 
 
 def job(task: str = "extract", key: str | None = "u1", **kw: object) -> Job:

@@ -166,7 +166,7 @@ def test_vectors_of_two_widths_coexist_and_a_query_compares_only_its_own() -> No
     rng = random.Random(6)
     index = LearningIndex()
     index.upsert([make_row(i, rng) for i in range(1, 300)])  # 8 wide, model "m"
-    wide = np.ones(16, dtype=np.float32) / 4
+    wide = np.full(16, 0.25, dtype=np.float32)
     index.upsert([make_row(7, rng, vector=wide, embed_model="m16"), make_row(8, rng, vector=wide)])
     query = CandidateQuery(filters=(LearningFilter(),), text="", vector=wide, embed_model="m16")
     assert [(h.id, round(h.vector_score or 0, 5)) for h in index.search(query, NOW)[0]] == [(7, 1.0)]

@@ -13,8 +13,9 @@ from tests.conftest import POSTGRES_URL, postgres_schema_url
 from reflexio.embed import Embedder
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Audit, Learning, LearningKind
-from reflexio.storage.postgres import PostgresStorage
+from reflexio.storage.postgres import POSTGRES, PostgresConnector
 from reflexio.storage.postgres_search import SearchStatement, hnsw_index
+from reflexio.storage.sql_storage import SqlStorage
 
 pytestmark = pytest.mark.postgres
 
@@ -48,7 +49,7 @@ def _rows() -> list[Learning]:
 
 
 def test_each_kind_gets_its_own_graph_replacing_the_shared_one(url: str, embedder: Embedder) -> None:
-    store = PostgresStorage(url, embedder, hnsw_min_rows=None)
+    store = SqlStorage(PostgresConnector(url, dim=embedder.dim, hnsw_min_rows=None), embedder)
     store.save_learnings(_rows(), Audit())
     store.close()
     dim = embedder.dim
@@ -58,7 +59,8 @@ def test_each_kind_gets_its_own_graph_replacing_the_shared_one(url: str, embedde
             f"CREATE INDEX learnings_hnsw_{dim} ON learnings "
             f"USING hnsw ((embedding::vector({dim})) vector_ip_ops) WHERE embed_dim = {dim}"
         )
-    store = PostgresStorage(url, embedder, hnsw_min_rows=0)
+    db = PostgresConnector(url, dim=embedder.dim, hnsw_min_rows=0)
+    store = SqlStorage(db, embedder)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             names = {
@@ -85,11 +87,11 @@ def test_each_kind_gets_its_own_graph_replacing_the_shared_one(url: str, embedde
         assert len(found) == 20
         assert all(c.learning.kind is A and c.learning.agent_version == "v1" for c in found)
         # ... because the storage chose the graph and the planner walks the agent playbooks' own.
-        statement = SearchStatement.of("o", where, query)
-        with store._read() as conn:
-            assert store._hnsw_pays(conn, statement)
-            sql, params = statement.statement(hnsw=True)
-            plan = "\n".join(r["QUERY PLAN"] for r in conn.execute("EXPLAIN " + sql, params, prepare=False))
+        statement = SearchStatement.of("o", where, query, POSTGRES)
+        with db.connection() as conn:
+            assert db.search.hnsw_pays(conn, statement)
+            sql = "EXPLAIN " + statement.statement(hnsw=True)
+            plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(sql, statement.params, prepare=False))
         assert f"Index Scan using {hnsw_index(dim, A)}" in plan
         # The approximate walk agrees with an exact ranking of the scope on the best rows.
         exact = sorted(

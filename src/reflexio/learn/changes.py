@@ -14,7 +14,7 @@ from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
 from reflexio.records import Audit, Learning, LearningStatus
 from reflexio.storage import Storage
-from reflexio.storage.common import with_current_vectors
+from reflexio.storage.learning_writes import with_current_vectors
 
 __all__ = ["Changes", "Supersede", "apply_changes"]
 

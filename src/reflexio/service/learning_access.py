@@ -16,7 +16,7 @@ from reflexio.models import BulkDeleteResponse, Status
 from reflexio.records import Audit, Learning, LearningStatus
 from reflexio.service import search, views
 from reflexio.service.core import Core
-from reflexio.storage.base import Storage
+from reflexio.storage import Storage
 
 __all__ = ["audit", "bulk_delete", "delete_one", "find_one", "listed", "statuses_or", "text_changes"]
 

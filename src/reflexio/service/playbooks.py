@@ -47,7 +47,7 @@ from reflexio.service.learning_access import (
     statuses_or,
     text_changes,
 )
-from reflexio.storage.base import Storage
+from reflexio.storage import Storage
 
 __all__ = [
     "add_agent_playbooks",

@@ -43,7 +43,7 @@ from reflexio.records import Audit, InteractionRecord, Learning, LearningKind, L
 from reflexio.service.core import Core
 from reflexio.service.learners import Learner, learner_for
 from reflexio.storage import Storage
-from reflexio.storage.base import iter_chunks
+from reflexio.storage.protocol import iter_chunks
 
 __all__ = [
     "RERUN",

@@ -15,8 +15,9 @@ from psycopg.types import TypeInfo
 
 from reflexio.errors import StorageError
 from reflexio.records import LearningKind
-from reflexio.storage.postgres_search import Conn, hnsw_index, one_row, vector_dim
-from reflexio.storage.sql import migrations, queries
+from reflexio.storage.postgres_search import hnsw_index, one_row, vector_dim
+from reflexio.storage.postgres_types import Conn
+from reflexio.storage.queries import migrations, queries
 
 __all__ = ["Schema", "migrate"]
 
@@ -96,8 +97,8 @@ def _ensure_hnsw(conn: Conn, dim: int, min_rows: int | None) -> frozenset[tuple[
             enough = {"dim": dim, "kind": kind.value, "cap": min_rows}
             if min_rows > 0 and one_row(conn, _Q["count_dim"], enough)["n"] < min_rows:
                 continue
-            conn.execute(_Q["create_hnsw"].format(dim=vector_dim(dim), kind=kind.value))
+            conn.execute(_Q.render("create_hnsw", {"dim": str(vector_dim(dim)), "kind": kind.value}))
         built.add((dim, kind))
     if built:
-        conn.execute(_Q["drop_shared_hnsw"].format(dim=vector_dim(dim)))
+        conn.execute(_Q.render("drop_shared_hnsw", {"dim": str(vector_dim(dim))}))
     return frozenset(built)

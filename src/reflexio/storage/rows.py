@@ -1,15 +1,15 @@
-"""Conversion between records and SQL rows, shared by the SQLite and PostgreSQL backends.
+"""Conversion between records and SQL rows, shared by the SQLite and PostgreSQL dialects.
 
-JSON-shaped fields travel as JSON text on both backends; tags are JSON text on SQLite and a
-``text[]`` on PostgreSQL (for the ``&&`` operator); vectors are float32 BLOBs on SQLite and
-pgvector values on PostgreSQL.
+JSON-shaped fields travel as JSON text on both; tags are a list parameter of the dialect (JSON
+text on SQLite, a ``text[]`` on PostgreSQL for the ``&&`` operator); vectors are float32 BLOBs
+on SQLite and pgvector values on PostgreSQL (``Dialect.bind_vector``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from reflexio.records import (
     RequestRecord,
     UsageTotals,
 )
+from reflexio.storage.queries import Dialect
+
+if TYPE_CHECKING:
+    from reflexio.storage.connector import Connector
 
 __all__ = [
     "LEARNING_COLUMNS",
@@ -42,7 +46,10 @@ __all__ = [
     "job_from",
     "learning_from",
     "learning_params",
+    "learnings",
+    "learnings_by_ids",
     "request_from",
+    "request_params",
     "usage_params",
     "usage_totals_from",
 ]
@@ -74,11 +81,8 @@ def _loads(value: Any) -> Any:
     return json.loads(value)
 
 
-def learning_params(row: Learning, *, seq: int, postgres: bool = False) -> dict[str, Any]:
+def learning_params(row: Learning, d: Dialect, *, seq: int) -> dict[str, Any]:
     """Named parameters for inserting or updating a learning."""
-    embedding: Any = None
-    if row.embedding is not None:
-        embedding = row.embedding if postgres else row.embedding.astype(np.float32).tobytes()
     return {
         "id": row.id,
         "org_id": row.org_id,
@@ -95,7 +99,7 @@ def learning_params(row: Learning, *, seq: int, postgres: bool = False) -> dict[
         "status": row.status.value,
         "approval": row.approval.value if row.approval else None,
         "source": row.source,
-        "tags": list(row.tags) if postgres else _dumps(list(row.tags)),
+        "tags": d.bind_list(list(row.tags)),
         "custom_features": _dumps(row.custom_features),
         "extractor_names": _dumps(row.extractor_names),
         "ttl": row.ttl,
@@ -106,7 +110,7 @@ def learning_params(row: Learning, *, seq: int, postgres: bool = False) -> dict[
         "metadata": row.metadata,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
-        "embedding": embedding,
+        "embedding": None if row.embedding is None else d.bind_vector(row.embedding),
         "embed_model": row.embed_model,
         "embed_dim": 0 if row.embedding is None else int(row.embedding.shape[0]),
         "text_hash": row.text_hash,
@@ -156,6 +160,32 @@ def learning_from(r: Mapping[str, Any]) -> Learning:
         embed_model=r["embed_model"],
         text_hash=r["text_hash"],
     )
+
+
+def learnings(db: Connector, query: str, params: Mapping[str, Any], **parts: str) -> list[Learning]:
+    """The learnings a named query selects (its ``{columns}`` filled with ``LEARNING_COLUMNS``)."""
+    return [learning_from(r) for r in db.all(query, params, columns=LEARNING_COLUMNS, **parts)]
+
+
+def learnings_by_ids(db: Connector, org_id: str, ids: Sequence[int]) -> list[Learning]:
+    """An org's learnings with these ids (those that exist)."""
+    if not ids:
+        return []
+    return learnings(db, "learnings_by_ids", {"org_id": org_id, "ids": db.dialect.bind_list(list(ids))})
+
+
+def request_params(r: RequestRecord) -> dict[str, Any]:
+    """Named parameters for inserting a request."""
+    return {
+        "org_id": r.org_id,
+        "request_id": r.request_id,
+        "user_id": r.user_id,
+        "session_id": r.session_id,
+        "source": r.source,
+        "agent_version": r.agent_version,
+        "created_at": r.created_at,
+        "payload_hash": r.payload_hash,
+    }
 
 
 def request_from(r: Mapping[str, Any]) -> RequestRecord:

@@ -9,30 +9,33 @@ same log.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from reflexio.filters import Candidate, CandidateQuery
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, now
 from reflexio.storage import rows
-from reflexio.storage.base import iter_chunks
+from reflexio.storage.connector import Connector, Params
 from reflexio.storage.index import IndexRow, LearningIndex
-from reflexio.storage.sql import SQLITE, queries
+from reflexio.storage.protocol import iter_chunks
 
-__all__ = ["SearchIndexes"]
+__all__ = ["SearchIndexes", "TupleConnector"]
 
-_Q = queries("sqlite")
 #: Decoded candidate rows kept per org for search (about 1.5 KB each).
 _ROW_CACHE = 8192
 
-#: Reads learnings by id on a connection (the storage's own row decoding).
-RowsById = Callable[[sqlite3.Connection, str, Sequence[int]], list[Learning]]
+
+class TupleConnector(Connector, Protocol):
+    """A connector that also returns rows as tuples (the bulk load reads 300k rows by position)."""
+
+    def tuples(self, query: str, params: Params) -> list[tuple[Any, ...]]:
+        """Every row a query returns, as a tuple."""
+        ...
 
 
 @dataclass
@@ -40,19 +43,19 @@ class _OrgIndex:
     index: LearningIndex = field(default_factory=LearningIndex)
     seq: int = -1
     lock: threading.Lock = field(default_factory=threading.Lock)
-    #: Recently returned candidate rows, decoded (an LRU). Fetching and decoding a row costs
-    #: ~20-30 us, and a unified search returns ~80 candidates, most of them rows that recent
-    #: searches returned too (an agent version's rules are shared by all its users). Kept
-    #: exact by the change log: ids the index catches up on are evicted, a rebuild clears it.
+    #: Recently returned candidate rows, decoded (an LRU). Fetching and decoding the rows is
+    #: a large share of a search, and most candidates are rows that recent searches returned
+    #: too (an agent version's rules are shared by all its users). Kept exact by the change
+    #: log: ids the index catches up on are evicted, a rebuild clears it.
     rows: OrderedDict[int, Learning] = field(default_factory=OrderedDict)
 
 
 class SearchIndexes:
     """Every org's index over one SQLite file, shared by the storage's threads."""
 
-    def __init__(self, by_ids: RowsById) -> None:
-        """Read changed and candidate rows with ``by_ids``."""
-        self._by_ids = by_ids
+    def __init__(self, db: TupleConnector) -> None:
+        """Read the change log and the rows through ``db``."""
+        self._db = db
         self._indexes: dict[str, _OrgIndex] = {}
         self._lock = threading.Lock()
 
@@ -62,14 +65,12 @@ class SearchIndexes:
             for entry in self._indexes.values():
                 entry.seq = -1
 
-    def candidates(self, conn: sqlite3.Connection, org_id: str, query: CandidateQuery) -> list[Candidate]:
+    def candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
         """Candidates for ``query`` from the org's index, with their rows."""
-        entry, seq = self._fresh_entry(conn, org_id)
+        entry, seq = self._fresh_entry(org_id)
         with entry.lock:  # a catch-up on another thread must not change the index mid-search
             per_filter = entry.index.search(query, int(now()))
-        by_id = self._candidate_rows(
-            conn, org_id, entry, seq, {hit.id for hits in per_filter for hit in hits}
-        )
+        by_id = self._candidate_rows(org_id, entry, seq, {hit.id for hits in per_filter for hit in hits})
         out = []
         for i, hits in enumerate(per_filter):
             for hit in hits:
@@ -79,9 +80,7 @@ class SearchIndexes:
                 out.append(hit.candidate(row, i))
         return out
 
-    def _candidate_rows(
-        self, conn: sqlite3.Connection, org_id: str, entry: _OrgIndex, seq: int, ids: set[int]
-    ) -> dict[int, Learning]:
+    def _candidate_rows(self, org_id: str, entry: _OrgIndex, seq: int, ids: set[int]) -> dict[int, Learning]:
         """Rows by id, from the org's row cache where possible.
 
         The rows are shared with the cache, not copied (a copy costs a third of a fetch): like
@@ -91,7 +90,7 @@ class SearchIndexes:
             cached = {i: entry.rows[i] for i in ids if i in entry.rows}
             for i in cached:
                 entry.rows.move_to_end(i)
-        fetched = self._by_ids(conn, org_id, sorted(ids - cached.keys()))
+        fetched = rows.learnings_by_ids(self._db, org_id, sorted(ids - cached.keys()))
         with entry.lock:
             if entry.seq == seq:  # nothing caught up meanwhile, so these rows are not stale
                 for row in fetched:
@@ -100,62 +99,52 @@ class SearchIndexes:
                     entry.rows.popitem(last=False)
         return {r.id: r for r in (*cached.values(), *fetched)}
 
-    def _fresh_entry(self, conn: sqlite3.Connection, org_id: str) -> tuple[_OrgIndex, int]:
+    def _fresh_entry(self, org_id: str) -> tuple[_OrgIndex, int]:
         """The org's index entry, caught up with the change log, and the sequence it is at."""
         with self._lock:
             entry = self._indexes.get(org_id)
             if entry is None:  # not setdefault: building an empty index costs ~70 us
                 entry = self._indexes[org_id] = _OrgIndex()
         with entry.lock:
-            state = conn.execute(_Q["get_seq"], (org_id,)).fetchone()
-            seq, pruned = (int(state[0]), int(state[1])) if state else (0, 0)
+            state = self._db.one("get_seq", {"org_id": org_id})
+            seq, pruned = (int(state["learning_seq"]), int(state["pruned_seq"])) if state else (0, 0)
             if entry.seq == seq:
                 return entry, seq
             if entry.seq < 0 or entry.seq < pruned:
                 entry.rows.clear()
-                entry.index = self._build_index(conn, org_id)
+                entry.index = self._build_index(org_id)
             else:
-                changed = [int(r[0]) for r in conn.execute(_Q["changed_since"], (org_id, entry.seq))]
+                since = {"org_id": org_id, "seq": entry.seq}
+                changed = [int(r["learning_id"]) for r in self._db.all("changed_since", since)]
                 for learning_id in changed:
                     entry.rows.pop(learning_id, None)
                 entry.index.remove(changed)
-                entry.index.upsert(IndexRow.of(r) for r in self._by_ids(conn, org_id, changed))
+                entry.index.upsert(IndexRow.of(r) for r in rows.learnings_by_ids(self._db, org_id, changed))
             entry.seq = seq
             return entry, seq
 
-    def _build_index(self, conn: sqlite3.Connection, org_id: str) -> LearningIndex:
+    def _build_index(self, org_id: str) -> LearningIndex:
         """Bulk-load an org's index, streaming rows grouped by scope (see ``LearningIndex.load``)."""
-        ids = [r[0] for r in conn.execute(_Q["index_order"], (org_id,))]
+        ids = [int(r[0]) for r in self._db.tuples("index_order", {"org_id": org_id})]
         index = LearningIndex()
-        index.load(self._index_rows(conn, org_id, ids), len(ids))
+        index.load(self._index_rows(org_id, ids), len(ids))
         return index
 
-    def _index_rows(self, conn: sqlite3.Connection, org_id: str, ids: list[int]) -> Iterator[IndexRow]:
+    def _index_rows(self, org_id: str, ids: list[int]) -> Iterator[IndexRow]:
         """The rows of ``ids`` in that order, reading only the columns the index keeps."""
-        cur = conn.cursor()
-        cur.row_factory = None  # plain tuples: _index_row reads by position
         for chunk in iter_chunks(ids, 500):
-            marks = SQLITE.params(len(chunk))
-            cur.execute(
-                f"SELECT {_INDEX_COLUMNS} FROM learnings WHERE +org_id = ? AND id IN ({marks})",
-                [org_id, *chunk],
-            )
-            found = {r[0]: r for r in cur}
+            params = {"org_id": org_id, "ids": self._db.dialect.bind_list(chunk)}
+            found = {r[0]: r for r in self._db.tuples("index_rows", params)}
             yield from (_index_row(org_id, found[i]) for i in chunk if i in found)
 
 
-_INDEX_COLUMNS = (
-    'id, kind, profile_id, user_id, agent_version, playbook_name, content, "trigger", status, '
-    "approval, source, tags, custom_features, expires_at, request_id, created_at, updated_at, "
-    "embedding, embed_model"
-)
 _KIND_OF = {k.value: k for k in LearningKind}
 _STATUS_OF = {s.value: s for s in LearningStatus}
 _APPROVAL_OF = {a.value: a for a in Approval}
 
 
 def _index_row(org_id: str, r: tuple[Any, ...]) -> IndexRow:
-    """What the index keeps of a row selected with ``_INDEX_COLUMNS``.
+    """What the index keeps of a row of the ``index_rows`` query (columns by position).
 
     A lean twin of ``rows.learning_from`` for the bulk load (300k rows must load in seconds):
     it decodes only what ``IndexRow.of`` reads; the search text comes from ``Learning`` itself.

@@ -1,51 +1,12 @@
--- Named queries for the PostgreSQL backend. Each starts with "-- name: <name>".
--- Values are always parameters. A few templates take {placeholders} that the backend fills
--- with fixed SQL only: a WHERE fragment compiled by storage.sql (its values stay parameters)
--- or a vector dimension that was validated as an int.
+-- The queries the shared storage runs, PostgreSQL's text. Each starts with "-- name: <name>";
+-- sql/sqlite/queries.sql defines the same names (tests/storage/test_queries.py checks).
+-- Values are named parameters. Templates take {placeholders} filled with fixed SQL only:
+-- {where} a fragment compiled by storage.queries (its values stay parameters), {order} ASC or
+-- DESC, {columns} rows.LEARNING_COLUMNS, {sets} "column = %(column)s" pairs of fixed columns.
+-- An id list is one array parameter (Dialect.bind_list).
 
--- name: migration_lock
-SELECT pg_advisory_xact_lock(%(namespace)s, hashtext(current_schema()))
-
--- name: vector_version
-SELECT extversion FROM pg_extension WHERE extname = 'vector'
-
--- name: create_vector
-CREATE EXTENSION IF NOT EXISTS vector
-
--- name: create_migrations
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    integer PRIMARY KEY,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)
-
--- name: applied_migrations
-SELECT version FROM schema_migrations
-
--- name: record_migration
-INSERT INTO schema_migrations (version) VALUES (%(version)s)
-
--- name: index_exists
-SELECT to_regclass(%(name)s) IS NOT NULL AS present
-
--- name: count_dim
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM learnings WHERE embed_dim = %(dim)s AND kind = %(kind)s LIMIT %(cap)s
-) enough
-
--- name: create_hnsw
--- One graph per kind and dimension: a search always filters on one kind, and a graph that
--- also held the other kinds' rows made a filtered walk skip two nodes of three.
-CREATE INDEX IF NOT EXISTS learnings_hnsw_{dim}_{kind} ON learnings
-USING hnsw ((embedding::vector({dim})) vector_ip_ops) WITH (m = 16, ef_construction = 64)
-WHERE embed_dim = {dim} AND kind = '{kind}'
-
--- name: drop_shared_hnsw
--- The one graph per dimension that held every kind (before per-kind graphs).
-DROP INDEX IF EXISTS learnings_hnsw_{dim}
-
--- name: index_rows
--- How many rows an index holds, as last counted (CREATE INDEX, VACUUM, ANALYZE).
-SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = to_regclass(%(name)s)
+-- name: ping
+SELECT 1
 
 -- name: insert_request
 INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
@@ -69,20 +30,57 @@ RETURNING id
 SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
 FROM requests WHERE org_id = %(org_id)s AND request_id = %(request_id)s
 
--- name: search_interactions
-SELECT {columns}, ts_rank(tsv, to_tsquery('english', %s)) AS score
-FROM interactions
-WHERE org_id = %s AND ({where}) AND tsv @@ to_tsquery('english', %s)
-ORDER BY score DESC, id DESC
-LIMIT %s
+-- name: list_requests
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+FROM requests WHERE org_id = %(org_id)s AND ({where})
+ORDER BY created_at DESC, request_id COLLATE "C" DESC LIMIT %(limit)s OFFSET %(offset)s
 
--- name: learning_ids
--- Ids for a bulk insert, drawn before COPY (which cannot return them); the sequence is
--- resolved once, not per row.
-SELECT nextval(seq.oid) AS id
-FROM (SELECT pg_get_serial_sequence('learnings', 'id')::regclass::oid AS oid) seq,
-     generate_series(1, %(n)s)
-ORDER BY 1
+-- name: list_interactions
+SELECT id, org_id, request_id, user_id, session_id, role, content, shadow_content,
+       expert_content, user_action, user_action_description, interacted_image_url,
+       image_encoding, tools_used, citations, retrieved_learnings, created_at
+FROM interactions WHERE org_id = %(org_id)s AND ({where})
+ORDER BY id {order} LIMIT %(limit)s
+
+-- name: search_interactions
+-- %(terms)s is an OR tsquery of quoted words (text_query). Planned with its values on every
+-- call (the connector does not prepare it): the filter decides between GIN and the btrees.
+SELECT id, org_id, request_id, user_id, session_id, role, content, shadow_content,
+       expert_content, user_action, user_action_description, interacted_image_url,
+       image_encoding, tools_used, citations, retrieved_learnings, created_at,
+       ts_rank(tsv, to_tsquery('english', %(terms)s)) AS score
+FROM interactions
+WHERE org_id = %(org_id)s AND ({where}) AND tsv @@ to_tsquery('english', %(terms)s)
+ORDER BY score DESC, id DESC
+LIMIT %(limit)s
+
+-- name: delete_request_interactions
+DELETE FROM interactions WHERE org_id = %(org_id)s AND request_id IN (
+    SELECT request_id FROM requests WHERE org_id = %(org_id)s AND ({where})
+)
+
+-- name: delete_requests
+DELETE FROM requests WHERE org_id = %(org_id)s AND ({where})
+
+-- name: delete_interactions
+DELETE FROM interactions WHERE org_id = %(org_id)s AND ({where})
+
+-- name: learnings_by_ids
+SELECT {columns} FROM learnings WHERE org_id = %(org_id)s AND id = ANY(%(ids)s::bigint[])
+
+-- name: get_learnings
+SELECT {columns} FROM learnings WHERE org_id = %(org_id)s AND ({where}) ORDER BY id
+
+-- name: list_learnings
+SELECT {columns} FROM learnings WHERE org_id = %(org_id)s AND ({where})
+ORDER BY updated_at {order}, id {order} LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: count_learnings
+SELECT count(*) AS n FROM learnings WHERE org_id = %(org_id)s AND ({where})
+
+-- name: tags_overlap
+-- A WHERE fragment: the row carries at least one of the tags in {tags} (a list parameter).
+tags && {tags}::text[]
 
 -- name: update_learning
 UPDATE learnings SET
@@ -98,7 +96,16 @@ UPDATE learnings SET
     seq = %(seq)s
 WHERE org_id = %(org_id)s AND id = %(id)s
 
+-- name: update_learning_fields
+UPDATE learnings SET {sets}, updated_at = %(updated_at)s, seq = %(seq)s
+WHERE org_id = %(org_id)s AND id = ANY(%(ids)s::bigint[])
+
+-- name: delete_learnings
+DELETE FROM learnings WHERE org_id = %(org_id)s AND id = ANY(%(ids)s::bigint[])
+
 -- name: bump_seq
+-- Also the org's learning-write lock: the row lock is held to commit, so sequence order is
+-- commit order, as on SQLite.
 INSERT INTO org_state AS s (org_id, learning_seq) VALUES (%(org_id)s, 1)
 ON CONFLICT (org_id) DO UPDATE SET learning_seq = s.learning_seq + 1
 RETURNING learning_seq
@@ -113,75 +120,16 @@ DELETE FROM learning_changes WHERE org_id = %(org_id)s AND seq <= %(upto)s
 -- name: set_pruned
 UPDATE org_state SET pruned_seq = %(upto)s WHERE org_id = %(org_id)s
 
--- name: search_candidates
--- Search, one statement per filter: each arm ranks its own top rows of the filtered scope
--- (the filter is in both WHERE clauses, before ranking), and the outer query scores every
--- row of the union on both arms. The arms are search_fts_arm and search_vector_arm (or
--- search_no_arm), the scores search_fts_score and search_vector_score (or NULL).
-WITH {fts}, {vec}
-SELECT {columns}, fts.rank AS fts_rank, vec.rank AS vector_rank,
-       {fts_score} AS fts_score, {vector_score} AS vector_score
-FROM (SELECT id FROM fts UNION SELECT id FROM vec) found
-JOIN learnings l USING (id)
-LEFT JOIN fts USING (id)
-LEFT JOIN vec USING (id)
-ORDER BY fts.rank NULLS LAST, vec.rank
+-- name: list_events
+SELECT * FROM learning_events WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
 
--- name: search_fts_arm
-fts AS (
-    SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank
-    FROM (
-        SELECT id, ts_rank(tsv, to_tsquery('english', %s)) AS score
-        FROM learnings
-        WHERE org_id = %s AND ({where}) AND tsv @@ to_tsquery('english', %s)
-        ORDER BY score DESC, id
-        LIMIT %s
-    ) top
-)
-
--- name: search_vector_arm
--- The distance is search_hnsw_distance, which matches the HNSW index expression (the planner
--- may walk the graph), or search_exact_distance, which cannot (an exact scan of the scope).
-vec AS (
-    SELECT id, row_number() OVER (ORDER BY distance, id) AS rank
-    FROM (
-        SELECT id, {distance} AS distance
-        FROM learnings
-        WHERE org_id = %s AND ({where}) AND embed_model = %s AND embed_dim = {dim}
-        ORDER BY distance
-        LIMIT %s
-    ) top
-)
-
--- name: search_hnsw_distance
-embedding::vector({dim}) <#> %s::vector({dim})
-
--- name: search_exact_distance
-embedding <#> %s::vector({dim})
-
--- name: scope_estimate
--- How many rows the planner expects in a scope: the vector arm walks its kind's HNSW graph
--- only for scopes that are big, absolutely and as a share of the graph (index_rows).
-EXPLAIN (FORMAT JSON)
-SELECT 1 FROM learnings WHERE org_id = %s AND ({where}) AND embed_model = %s AND embed_dim = {dim}
-
--- name: search_no_arm
-{name} AS (SELECT NULL::bigint AS id, NULL::bigint AS rank WHERE FALSE)
-
--- name: search_fts_score
-ts_rank(l.tsv, to_tsquery('english', %s))
-
--- name: search_vector_score
-CASE WHEN l.embed_model = %s AND l.embed_dim = {dim}
-     THEN -(l.embedding::vector({dim}) <#> %s::vector({dim})) END
+-- name: add_exposure
+INSERT INTO session_exposures (org_id, session_id, kind, learning_id, served_at)
+VALUES (%(org_id)s, %(session_id)s, %(kind)s, %(learning_id)s, %(served_at)s) ON CONFLICT DO NOTHING
 
 -- name: list_exposures
 SELECT kind, learning_id FROM session_exposures
 WHERE org_id = %(org_id)s AND session_id = %(session_id)s
-
--- name: add_exposure
-INSERT INTO session_exposures (org_id, session_id, kind, learning_id, served_at)
-VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING
 
 -- name: insert_evaluation
 INSERT INTO evaluations (
@@ -192,6 +140,9 @@ INSERT INTO evaluations (
     %(learning_id)s, %(interaction_id)s, %(result)s, %(created_at)s
 )
 RETURNING id
+
+-- name: list_evaluations
+SELECT * FROM evaluations WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
 
 -- name: get_bookmark
 SELECT org_id, user_id, extractor, last_interaction_id, updated_at
@@ -211,7 +162,7 @@ INSERT INTO org_configs (org_id, config, updated_at)
 VALUES (%(org_id)s, %(config)s, %(updated_at)s)
 ON CONFLICT (org_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at
 
--- name: clear_exposures
+-- name: clear_user_exposures
 DELETE FROM session_exposures WHERE org_id = %(org_id)s AND session_id IN (
     SELECT session_id FROM requests WHERE org_id = %(org_id)s AND user_id = %(user_id)s
 )
@@ -341,6 +292,9 @@ WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
 -- name: get_job
 SELECT * FROM jobs WHERE id = %(id)s
 
+-- name: list_jobs
+SELECT * FROM jobs WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
+
 -- name: expedite_job
 UPDATE jobs SET run_at = least(run_at, %(now)s), updated_at = %(now)s
 WHERE org_id = %(org_id)s AND task = %(task)s AND key = %(key)s AND status = 'queued'
@@ -361,6 +315,9 @@ WHERE id IN (
       )
     ORDER BY d.task, d.key IS NULL, coalesce(d.key, d.id::text), d.id DESC
 )
+
+-- name: list_orgs
+SELECT org_id FROM org_state ORDER BY org_id
 
 -- name: insert_llm_usage
 INSERT INTO llm_usage (
@@ -384,6 +341,10 @@ GROUP BY role
 
 -- name: orgs_with_stale_vectors
 SELECT DISTINCT org_id FROM learnings WHERE embed_model <> %(model)s OR embedding IS NULL
+
+-- name: stale_learnings
+SELECT {columns} FROM learnings
+WHERE org_id = %(org_id)s AND (embed_model <> %(model)s OR embedding IS NULL) LIMIT %(limit)s
 
 -- name: set_vector
 UPDATE learnings SET embedding = %(embedding)s, embed_model = %(embed_model)s,

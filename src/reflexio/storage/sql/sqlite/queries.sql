@@ -1,4 +1,13 @@
--- Named queries for the SQLite backend. Each starts with "-- name: <name>".
+-- The queries the shared storage runs, SQLite's text. Each starts with "-- name: <name>";
+-- sql/postgres/queries.sql defines the same names (tests/storage/test_queries.py checks).
+-- Values are named parameters. Templates take {placeholders} filled with fixed SQL only:
+-- {where} a fragment compiled by storage.queries (its values stay parameters), {order} ASC or
+-- DESC, {columns} rows.LEARNING_COLUMNS, {sets} "column = :column" pairs of fixed columns.
+-- An id list is one parameter, JSON text read with json_each (Dialect.bind_list).
+-- "+org_id" keeps SQLite from walking an org's rows by index where rowid lookups are wanted.
+
+-- name: ping
+SELECT 1
 
 -- name: insert_request
 INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
@@ -14,23 +23,56 @@ INSERT INTO interactions (
     :user_action, :user_action_description, :interacted_image_url, :image_encoding,
     :tools_used, :citations, :retrieved_learnings, :created_at
 )
+RETURNING id
 
 -- name: get_request
 SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
-FROM requests WHERE org_id = ? AND request_id = ?
+FROM requests WHERE org_id = :org_id AND request_id = :request_id
 
--- name: insert_learning
-INSERT INTO learnings (
-    org_id, kind, profile_id, user_id, agent_version, playbook_name, content, "trigger", rationale,
-    pitfall, blocking_issue, status, approval, source, tags, custom_features, extractor_names, ttl,
-    expires_at, request_id, source_interaction_ids, superseded_by, metadata, created_at, updated_at,
-    embedding, embed_model, embed_dim, text_hash, seq
-) VALUES (
-    :org_id, :kind, :profile_id, :user_id, :agent_version, :playbook_name, :content, :trigger, :rationale,
-    :pitfall, :blocking_issue, :status, :approval, :source, :tags, :custom_features, :extractor_names, :ttl,
-    :expires_at, :request_id, :source_interaction_ids, :superseded_by, :metadata, :created_at, :updated_at,
-    :embedding, :embed_model, :embed_dim, :text_hash, :seq
+-- name: list_requests
+SELECT * FROM requests WHERE org_id = :org_id AND ({where})
+ORDER BY created_at DESC, request_id DESC LIMIT :limit OFFSET :offset
+
+-- name: list_interactions
+SELECT * FROM interactions WHERE org_id = :org_id AND ({where})
+ORDER BY id {order} LIMIT coalesce(:limit, -1)
+
+-- name: search_interactions
+-- :terms is an FTS5 OR query of quoted words (text_query). The filter's columns are the
+-- interactions' own: the full-text table has none of those names.
+SELECT i.*, -bm25(interactions_fts) AS score FROM interactions_fts
+JOIN interactions i ON i.id = interactions_fts.rowid
+WHERE interactions_fts MATCH :terms AND i.org_id = :org_id AND ({where})
+ORDER BY score DESC LIMIT :limit
+
+-- name: delete_request_interactions
+DELETE FROM interactions WHERE org_id = :org_id AND request_id IN (
+    SELECT request_id FROM requests WHERE org_id = :org_id AND ({where})
 )
+
+-- name: delete_requests
+DELETE FROM requests WHERE org_id = :org_id AND ({where})
+
+-- name: delete_interactions
+DELETE FROM interactions WHERE org_id = :org_id AND ({where})
+
+-- name: learnings_by_ids
+SELECT {columns} FROM learnings
+WHERE +org_id = :org_id AND id IN (SELECT value FROM json_each(:ids))
+
+-- name: get_learnings
+SELECT {columns} FROM learnings WHERE org_id = :org_id AND ({where}) ORDER BY id
+
+-- name: list_learnings
+SELECT {columns} FROM learnings WHERE org_id = :org_id AND ({where})
+ORDER BY updated_at {order}, id {order} LIMIT :limit OFFSET :offset
+
+-- name: count_learnings
+SELECT count(*) AS n FROM learnings WHERE org_id = :org_id AND ({where})
+
+-- name: tags_overlap
+-- A WHERE fragment: the row carries at least one of the tags in {tags} (a list parameter).
+EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN (SELECT value FROM json_each({tags})))
 
 -- name: update_learning
 UPDATE learnings SET
@@ -45,23 +87,21 @@ UPDATE learnings SET
     text_hash = :text_hash, seq = :seq
 WHERE org_id = :org_id AND id = :id
 
+-- name: update_learning_fields
+UPDATE learnings SET {sets}, updated_at = :updated_at, seq = :seq
+WHERE +org_id = :org_id AND id IN (SELECT value FROM json_each(:ids))
+
+-- name: delete_learnings
+DELETE FROM learnings WHERE +org_id = :org_id AND id IN (SELECT value FROM json_each(:ids))
+
 -- name: bump_seq
-INSERT INTO org_state (org_id, learning_seq) VALUES (?, 1)
+INSERT INTO org_state (org_id, learning_seq) VALUES (:org_id, 1)
 ON CONFLICT (org_id) DO UPDATE SET learning_seq = learning_seq + 1
 RETURNING learning_seq
 
--- name: get_seq
-SELECT learning_seq, pruned_seq FROM org_state WHERE org_id = ?
-
--- name: index_order
--- The order the search index loads an org in: each scope's rows together (see storage.index).
-SELECT id FROM learnings WHERE org_id = ? ORDER BY kind, user_id, agent_version, id
-
--- name: insert_change
-INSERT INTO learning_changes (org_id, seq, learning_id) VALUES (?, ?, ?)
-
--- name: changed_since
-SELECT DISTINCT learning_id FROM learning_changes WHERE org_id = ? AND seq > ?
+-- name: insert_changes
+INSERT INTO learning_changes (org_id, seq, learning_id)
+SELECT :org_id, :seq, value FROM json_each(:ids)
 
 -- name: prune_changes
 DELETE FROM learning_changes WHERE org_id = :org_id AND seq <= :upto
@@ -69,12 +109,15 @@ DELETE FROM learning_changes WHERE org_id = :org_id AND seq <= :upto
 -- name: set_pruned
 UPDATE org_state SET pruned_seq = :upto WHERE org_id = :org_id
 
--- name: insert_event
-INSERT INTO learning_events (
-    org_id, learning_id, kind, user_id, event, actor, reason, request_id, job_id, before, after, created_at
-) VALUES (
-    :org_id, :learning_id, :kind, :user_id, :event, :actor, :reason, :request_id, :job_id, :before, :after, :created_at
-)
+-- name: list_events
+SELECT * FROM learning_events WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
+
+-- name: add_exposure
+INSERT INTO session_exposures (org_id, session_id, kind, learning_id, served_at)
+VALUES (:org_id, :session_id, :kind, :learning_id, :served_at) ON CONFLICT DO NOTHING
+
+-- name: list_exposures
+SELECT kind, learning_id FROM session_exposures WHERE org_id = :org_id AND session_id = :session_id
 
 -- name: insert_evaluation
 INSERT INTO evaluations (
@@ -82,10 +125,14 @@ INSERT INTO evaluations (
 ) VALUES (
     :org_id, :kind, :user_id, :session_id, :agent_version, :learning_kind, :learning_id, :interaction_id, :result, :created_at
 )
+RETURNING id
+
+-- name: list_evaluations
+SELECT * FROM evaluations WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
 
 -- name: get_bookmark
 SELECT org_id, user_id, extractor, last_interaction_id, updated_at
-FROM bookmarks WHERE org_id = ? AND user_id = ? AND extractor = ?
+FROM bookmarks WHERE org_id = :org_id AND user_id = :user_id AND extractor = :extractor
 
 -- name: put_bookmark
 INSERT INTO bookmarks (org_id, user_id, extractor, last_interaction_id, updated_at)
@@ -94,11 +141,25 @@ ON CONFLICT (org_id, user_id, extractor) DO UPDATE SET
     last_interaction_id = excluded.last_interaction_id, updated_at = excluded.updated_at
 
 -- name: get_config
-SELECT config FROM org_configs WHERE org_id = ?
+SELECT config FROM org_configs WHERE org_id = :org_id
 
 -- name: put_config
 INSERT INTO org_configs (org_id, config, updated_at) VALUES (:org_id, :config, :updated_at)
 ON CONFLICT (org_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at
+
+-- name: clear_user_exposures
+DELETE FROM session_exposures WHERE org_id = :org_id AND session_id IN (
+    SELECT session_id FROM requests WHERE org_id = :org_id AND user_id = :user_id
+)
+
+-- name: clear_user_events
+DELETE FROM learning_events WHERE org_id = :org_id AND user_id = :user_id
+
+-- name: clear_user_evaluations
+DELETE FROM evaluations WHERE org_id = :org_id AND user_id = :user_id
+
+-- name: clear_user_bookmarks
+DELETE FROM bookmarks WHERE org_id = :org_id AND user_id = :user_id
 
 -- name: insert_api_key
 INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at)
@@ -107,7 +168,7 @@ RETURNING id
 
 -- name: find_api_key
 SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
-FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL
+FROM api_keys WHERE key_hash = :key_hash AND revoked_at IS NULL
 
 -- name: list_api_keys
 SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
@@ -117,15 +178,19 @@ FROM api_keys WHERE (:org_id IS NULL OR org_id = :org_id) ORDER BY id
 UPDATE api_keys SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL
 
 -- name: has_api_keys
-SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)
+SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 
 -- name: enqueue_job
+-- Jobs. The partial unique index jobs_queued_key is the arbiter of dedupe: a job whose
+-- (org, task, key) is already queued returns the queued row (unchanged, or moved later and
+-- carrying the newer payload when debounced).
 INSERT INTO jobs (
     org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
 ) VALUES (
     :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
 )
-ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO NOTHING
+ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
+DO UPDATE SET updated_at = jobs.updated_at
 RETURNING *
 
 -- name: enqueue_job_debounced
@@ -141,17 +206,34 @@ ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO U
     updated_at = excluded.updated_at
 RETURNING *
 
--- name: queued_job_by_key
-SELECT * FROM jobs WHERE org_id = ? AND task = ? AND key = ? AND status = 'queued'
-
 -- name: bury_exhausted_jobs
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL,
     lease_expires_at = NULL, finished_at = :now, updated_at = :now
 WHERE status = 'running' AND lease_expires_at < :now AND attempts >= max_attempts
 
--- name: heartbeat_job
+-- name: claim_jobs
+-- A queued job waits while a job of its key runs (even one whose lease expired: that one is
+-- reclaimed first), so jobs sharing a key never run at the same time. :tasks is a list or NULL.
+UPDATE jobs SET status = 'running', lease_owner = :worker, lease_expires_at = :until,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN (
+    SELECT id FROM jobs j
+    WHERE (
+        (j.status = 'queued' AND j.run_at <= :now AND NOT EXISTS (
+            SELECT 1 FROM jobs r
+            WHERE r.org_id = j.org_id AND r.task = j.task AND r.key = j.key AND r.status = 'running'
+        ))
+        OR (j.status = 'running' AND j.lease_expires_at < :now)
+    )
+    AND (:tasks IS NULL OR j.task IN (SELECT value FROM json_each(:tasks)))
+    ORDER BY j.run_at, j.id
+    LIMIT :limit
+)
+RETURNING *
+
+-- name: heartbeat_jobs
 UPDATE jobs SET lease_expires_at = :until, updated_at = :now
-WHERE id = :id AND status = 'running' AND lease_owner = :worker
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'running' AND lease_owner = :worker
 RETURNING id
 
 -- name: set_job_progress
@@ -173,6 +255,12 @@ UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL, lease_
     finished_at = :now, updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_owner = :worker
 
+-- name: queued_twin
+SELECT q.id FROM jobs j
+JOIN jobs q ON q.org_id = j.org_id AND q.task = j.task AND q.key = j.key
+    AND q.status = 'queued' AND q.id <> j.id
+WHERE j.id = :id
+
 -- name: absorb_retry
 UPDATE jobs SET run_at = min(run_at, :retry_at), updated_at = :now WHERE id = :id
 
@@ -182,18 +270,34 @@ UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
 WHERE id = :id AND status = 'running' AND lease_owner = :worker
 
 -- name: get_job
-SELECT * FROM jobs WHERE id = ?
+SELECT * FROM jobs WHERE id = :id
 
--- name: add_exposure
-INSERT INTO session_exposures (org_id, session_id, kind, learning_id, served_at)
-VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-
--- name: list_exposures
-SELECT kind, learning_id FROM session_exposures WHERE org_id = ? AND session_id = ?
+-- name: list_jobs
+SELECT * FROM jobs WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
 
 -- name: expedite_job
 UPDATE jobs SET run_at = min(run_at, :now), updated_at = :now
 WHERE org_id = :org_id AND task = :task AND key = :key AND status = 'queued'
+
+-- name: retry_jobs
+-- A dead job goes back to the queue unless its key is already queued; of several dead jobs
+-- sharing a key only the newest is revived (the unique index allows one queued per key).
+-- :ids is a list of job ids, or NULL for every dead job of the org.
+UPDATE jobs SET status = 'queued', attempts = 0, run_at = :now, updated_at = :now, finished_at = NULL
+WHERE org_id = :org_id AND status = 'dead'
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND NOT EXISTS (
+      SELECT 1 FROM jobs q
+      WHERE q.org_id = jobs.org_id AND q.task = jobs.task AND q.key = jobs.key AND q.status = 'queued'
+  )
+  AND (jobs.key IS NULL OR jobs.id = (
+      SELECT max(d.id) FROM jobs d
+      WHERE d.org_id = jobs.org_id AND d.task = jobs.task AND d.key = jobs.key AND d.status = 'dead'
+        AND (:ids IS NULL OR d.id IN (SELECT value FROM json_each(:ids)))
+  ))
+
+-- name: list_orgs
+SELECT org_id FROM org_state ORDER BY org_id
 
 -- name: insert_llm_usage
 INSERT INTO llm_usage (
@@ -218,28 +322,11 @@ GROUP BY role
 -- name: orgs_with_stale_vectors
 SELECT DISTINCT org_id FROM learnings WHERE embed_model <> :model OR embedding IS NULL
 
+-- name: stale_learnings
+SELECT {columns} FROM learnings
+WHERE org_id = :org_id AND (embed_model <> :model OR embedding IS NULL) LIMIT :limit
+
 -- name: set_vector
 UPDATE learnings SET embedding = :embedding, embed_model = :embed_model, embed_dim = :embed_dim,
     text_hash = :text_hash, seq = :seq
 WHERE org_id = :org_id AND id = :id
-
--- name: interaction_fts_behind
-SELECT (SELECT COALESCE(MAX(id), 0) FROM interactions)
-     > (SELECT indexed_upto FROM fts_progress WHERE name = 'interactions')
-
--- name: index_new_interactions
-INSERT INTO interactions_fts (rowid, content, user_action_description)
-SELECT id, content, user_action_description FROM interactions
-WHERE id > (SELECT indexed_upto FROM fts_progress WHERE name = 'interactions')
-ORDER BY id
-
--- name: advance_interaction_fts
-UPDATE fts_progress
-SET indexed_upto = MAX(indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM interactions))
-WHERE name = 'interactions'
-
--- name: queued_twin
-SELECT q.id FROM jobs j
-JOIN jobs q ON q.org_id = j.org_id AND q.task = j.task AND q.key = j.key
-    AND q.status = 'queued' AND q.id <> j.id
-WHERE j.id = :id

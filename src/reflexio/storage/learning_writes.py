@@ -1,15 +1,14 @@
-"""Rules every backend applies the same way when writing learnings and jobs.
+"""What writing a learning means, apart from how it is stored.
 
-Backends differ in how they store rows, not in what a save means: timestamps, default ids,
-when a vector must be recomputed, which audit events a change produces, and how a failed job
-is rescheduled are decided here once.
+Timestamps, default ids, when a vector must be recomputed, which history events a change
+produces and which fields a bulk update may touch are decided here once, as plain functions
+of the rows (``learn.changes`` embeds ahead of a transaction with ``with_current_vectors``).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from reflexio.embed import Embedder
@@ -17,8 +16,6 @@ from reflexio.errors import ValidationError
 from reflexio.records import (
     Approval,
     Audit,
-    Job,
-    JobStatus,
     Learning,
     LearningEvent,
     LearningKind,
@@ -29,6 +26,8 @@ from reflexio.records import (
 __all__ = [
     "MUTABLE_FIELDS",
     "change_events",
+    "check_changes",
+    "count_kinds",
     "delete_events",
     "prepare_learnings",
     "save_events",
@@ -87,26 +86,6 @@ def _stamped(row: Learning, t: int) -> Learning:
     if row.kind is LearningKind.AGENT_PLAYBOOK and row.approval is None:
         changes["approval"] = Approval.PENDING
     return row.copy(**changes)
-
-
-def vector_is_stale(row: Learning, embedder: Embedder) -> bool:
-    """The row's vector is missing or was made by another model (its text is unchanged)."""
-    return row.embedding is None or row.embed_model != embedder.name or row.embedding.shape != (embedder.dim,)
-
-
-def reembedded(rows: Sequence[Learning], embedder: Embedder) -> list[Learning]:
-    """The rows with fresh vectors from ``embedder`` (one batch), nothing else changed."""
-    if not rows:
-        return []
-    vectors = embedder.embed([r.search_text for r in rows], kind="document")
-    return [
-        r.copy(
-            embedding=v.astype("float32", copy=False),
-            embed_model=embedder.name,
-            text_hash=r.computed_text_hash(),
-        )
-        for r, v in zip(rows, vectors, strict=True)
-    ]
 
 
 def _vector_is_current(row: Learning, embedder: Embedder) -> bool:
@@ -206,102 +185,3 @@ def count_kinds(rows: Sequence[Learning]) -> dict[str, int]:
     for row in rows:
         counts[row.kind.value + "s"] += 1
     return counts
-
-
-# -- jobs -------------------------------------------------------------------------------------
-#: last_error of a job whose worker kept dying until its attempts ran out.
-LEASE_EXPIRED = "lease expired: the worker holding this job stopped before finishing it"
-
-
-def new_job(job: Job, t: float) -> Job:
-    """A fresh queued copy of ``job`` (run now unless it says later)."""
-    return replace(
-        job,
-        id=0,
-        status=JobStatus.QUEUED,
-        run_at=job.run_at or t,
-        attempts=0,
-        lease_owner=None,
-        lease_expires_at=None,
-        created_at=t,
-        updated_at=t,
-        finished_at=None,
-    )
-
-
-def debounced(existing: Job, newer: Job, t: float) -> Job:
-    """The queued job moved to the newer event's run time, carrying the newer payload."""
-    return replace(
-        existing,
-        run_at=max(existing.run_at, newer.run_at or t),
-        payload=newer.payload,
-        request_id=newer.request_id or existing.request_id,
-        updated_at=t,
-    )
-
-
-def claimable(job: Job, t: float, running_keys: set[tuple[str, str, str]]) -> bool:
-    """Due and queued with no job of its key running, or running under an expired lease.
-
-    Jobs sharing a key (one user's extraction) never run concurrently, so a queued job waits
-    while its key's running job (even one whose lease expired, which is reclaimed) exists.
-    """
-    if job.status is JobStatus.QUEUED:
-        blocked = job.key is not None and (job.org_id, job.task, job.key) in running_keys
-        return job.run_at <= t and not blocked
-    return job.status is JobStatus.RUNNING and (job.lease_expires_at or 0) < t
-
-
-def exhausted(job: Job, t: float) -> bool:
-    """A job whose lease expired with no attempts left: its worker died every time."""
-    return job.status is JobStatus.RUNNING and job.attempts >= job.max_attempts
-
-
-def leased(job: Job, worker: str, t: float, lease_seconds: float) -> Job:
-    """The job leased to ``worker``; each lease counts as an attempt."""
-    return replace(
-        job,
-        status=JobStatus.RUNNING,
-        lease_owner=worker,
-        lease_expires_at=t + lease_seconds,
-        attempts=job.attempts + 1,
-        updated_at=t,
-    )
-
-
-def finished(job: Job, t: float, error: str | None, retry_at: float | None, *, done: bool = False) -> Job:
-    """Done (no error, or ``done``), queued again at ``retry_at``, or dead."""
-    base = replace(job, lease_owner=None, lease_expires_at=None, updated_at=t, last_error=error)
-    if error is None or done:
-        return replace(base, status=JobStatus.DONE, finished_at=t)
-    if retry_at is not None:
-        return replace(base, status=JobStatus.QUEUED, run_at=retry_at)
-    return replace(base, status=JobStatus.DEAD, finished_at=t)
-
-
-def absorbed(twin: Job, retry_at: float) -> Job:
-    """A queued job taking over the retry of a failed job with the same key."""
-    return replace(twin, run_at=min(twin.run_at, retry_at))
-
-
-def merged_note(error: str | None, twin_id: int) -> str:
-    """last_error of a failed job whose retry was handed to an already queued twin."""
-    return f"{error} (retry continues as job {twin_id})"
-
-
-def released(job: Job, t: float) -> Job:
-    """Back to the queue without spending an attempt (graceful shutdown)."""
-    return replace(
-        job,
-        status=JobStatus.QUEUED,
-        lease_owner=None,
-        lease_expires_at=None,
-        attempts=max(0, job.attempts - 1),
-        run_at=t,
-        updated_at=t,
-    )
-
-
-def revived(job: Job, t: float) -> Job:
-    """A dead job queued again with a fresh set of attempts."""
-    return replace(job, status=JobStatus.QUEUED, attempts=0, run_at=t, updated_at=t, finished_at=None)

@@ -1,7 +1,8 @@
-"""The storage protocol every backend implements (memory, SQLite, PostgreSQL).
+"""The storage protocol: what the service needs from storage, and the job queue inside it.
 
-The protocol is narrow on purpose: a handful of primitives per table, with variants expressed
-as data (filters, kinds, statuses) rather than method families. ``transaction()`` returns an
+One implementation (``sql_storage.SqlStorage``) serves it over SQLite and PostgreSQL. The
+protocol is narrow on purpose: a handful of primitives per table, with variants expressed as
+data (filters, kinds, statuses) rather than method families. ``transaction()`` returns an
 object that satisfies this same protocol, bound to one database transaction, so "publish the
 request and enqueue its jobs" or "write the learnings and complete the job" commit together or
 not at all. Every method takes the org first; nothing reads or writes across orgs.
@@ -38,14 +39,53 @@ from reflexio.records import (
     UsageSummary,
 )
 
-__all__ = ["Storage"]
+__all__ = ["JobQueue", "Storage", "iter_chunks"]
 
 
 @runtime_checkable
-class Storage(Protocol):
+class JobQueue(Protocol):
+    """What the worker loop (``reflexio.jobs``) needs: leases on job rows."""
+
+    def claim_jobs(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        tasks: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """Atomically lease due queued jobs (and jobs whose lease expired) to ``worker``."""
+        ...
+
+    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
+        """Extend leases still held by ``worker``; returns the ids it still holds."""
+        ...
+
+    def finish_job(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        error: str | None = None,
+        retry_at: float | None = None,
+    ) -> bool:
+        """Complete a leased job: done (no error), retried at ``retry_at``, or dead.
+
+        Returns:
+            False when ``worker`` no longer holds the lease (nothing changed).
+        """
+        ...
+
+    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
+        """Give leased jobs back to the queue without counting an attempt (shutdown)."""
+        ...
+
+
+@runtime_checkable
+class Storage(JobQueue, Protocol):
     """What the service needs from a backend."""
 
-    #: Short backend name: "memory", "sqlite" or "postgres".
+    #: Short backend name: "sqlite", "postgres", or "memory" (SQLite in a throwaway file).
     backend: str
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -257,21 +297,6 @@ class Storage(Protocol):
         """
         ...
 
-    def claim_jobs(
-        self,
-        worker: str,
-        *,
-        limit: int,
-        lease_seconds: float,
-        tasks: Sequence[str] | None = None,
-    ) -> list[Job]:
-        """Atomically lease due queued jobs (and jobs whose lease expired) to ``worker``."""
-        ...
-
-    def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:
-        """Extend leases still held by ``worker``; returns the ids it still holds."""
-        ...
-
     def set_job_progress(self, job_id: int, worker: str, progress: dict[str, Any]) -> bool:
         """Replace a running job's progress report, if ``worker`` still holds its lease.
 
@@ -282,25 +307,6 @@ class Storage(Protocol):
         Returns:
             False when ``worker`` no longer holds the lease (nothing changed).
         """
-        ...
-
-    def finish_job(
-        self,
-        job_id: int,
-        worker: str,
-        *,
-        error: str | None = None,
-        retry_at: float | None = None,
-    ) -> bool:
-        """Complete a leased job: done (no error), retried at ``retry_at``, or dead.
-
-        Returns:
-            False when ``worker`` no longer holds the lease (nothing changed).
-        """
-        ...
-
-    def release_jobs(self, worker: str, job_ids: Sequence[int]) -> int:
-        """Give leased jobs back to the queue without counting an attempt (shutdown)."""
         ...
 
     def get_job(self, job_id: int) -> Job | None:
