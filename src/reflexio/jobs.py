@@ -166,7 +166,7 @@ class Worker:
             "reflexio.job.id": job.id,
             "reflexio.job.attempt": job.attempts,
         }
-        with telemetry.span(f"reflexio.job {job.task}", **attributes):
+        with telemetry.continued(job.trace_context), telemetry.span(f"reflexio.job {job.task}", **attributes):
             self._run_handler(job)
 
     def _run_handler(self, job: Job) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "LearningKind",
     "LearningStatus",
     "RequestRecord",
+    "StreamEventRecord",
     "UsageSummary",
     "UsageTotals",
     "Vector",
@@ -277,6 +278,22 @@ class Job:
     finished_at: float | None = None
     #: What a long job reports while it runs (users done, counts...); see ``set_job_progress``.
     progress: dict[str, Any] = field(default_factory=dict)
+    #: The trace the job continues (W3C ``traceparent`` headers of whoever enqueued it).
+    trace_context: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class StreamEventRecord:
+    """One event of an org's live stream (``GET /api/events``); ``seq`` orders it in the org."""
+
+    org_id: str
+    type: str
+    seq: int = 0
+    kind: str | None = None
+    subject_id: str | None = None
+    user_id: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0
 
 
 @dataclass(slots=True, kw_only=True)

@@ -16,11 +16,13 @@ twin (one queued job per key), and this one is closed with a note saying where t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from reflexio import telemetry
 from reflexio.errors import ConflictError
 from reflexio.records import Job, JobStatus, now
-from reflexio.storage import rows
+from reflexio.storage import rows, stream
 from reflexio.storage.connector import Connector, Row
 from reflexio.storage.queries import where_jobs
 
@@ -38,9 +40,19 @@ class SqlJobQueue:
 
     def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
         query = "enqueue_job_debounced" if debounce else "enqueue_job"
+        trace = telemetry.carrier()  # the enqueuer's trace (a publish's): the worker continues it
         with self.db.transaction(savepoint=False) as db:  # on the publish path; it never fails by design
             t = now()
-            return [rows.job_from(_the(db.one(query, rows.job_params(job, t)))) for job in jobs]
+            return [
+                rows.job_from(
+                    _the(
+                        db.one(
+                            query, rows.job_params(replace(job, trace_context=job.trace_context or trace), t)
+                        )
+                    )
+                )
+                for job in jobs
+            ]
 
     def claim_jobs(
         self,
@@ -54,7 +66,8 @@ class SqlJobQueue:
         try:
             with self.db.transaction() as db:
                 t = now()  # once the write lock is held: what is due, and when leases end
-                db.execute("bury_exhausted_jobs", {"error": LEASE_EXPIRED, "now": t})
+                buried = db.all("bury_exhausted_jobs", {"error": LEASE_EXPIRED, "now": t})
+                stream.emit(db, [stream.job_dead(r) for r in buried])
                 params = {"worker": worker, "until": t + lease_seconds, "now": t, "tasks": chosen}
                 found = db.all("claim_jobs", {**params, "limit": max(0, limit)})
         except ConflictError:
@@ -91,7 +104,9 @@ class SqlJobQueue:
             if error is None:
                 return db.execute("finish_job_done", params) > 0
             if retry_at is None:
-                return db.execute("finish_job_dead", params) > 0
+                dead = db.all("finish_job_dead", params)
+                stream.emit(db, [stream.job_dead(r) for r in dead])
+                return bool(dead)
             twin = _queued_twin(db, job_id)
             if twin is None:
                 return db.execute("finish_job_retry", params) > 0

@@ -36,6 +36,7 @@ from reflexio.records import (
     LearningEvent,
     LLMUsageRecord,
     RequestRecord,
+    StreamEventRecord,
     UsageSummary,
 )
 
@@ -218,6 +219,23 @@ class Storage(JobQueue, Protocol):
         limit: int = 100,
     ) -> list[LearningEvent]:
         """Learning history, newest first."""
+        ...
+
+    def list_stream_events(
+        self,
+        org_id: str,
+        *,
+        after: int,
+        types: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        user_id: str | None = None,
+        limit: int = 500,
+    ) -> list[StreamEventRecord]:
+        """The org's live-stream events numbered after ``after``, in order (``storage.stream``)."""
+        ...
+
+    def last_stream_event(self, org_id: str) -> int:
+        """The number of the org's latest stream event (0 when there is none)."""
         ...
 
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:

@@ -352,6 +352,7 @@ def job_params(job: Job, t: float) -> dict[str, Any]:
         "max_attempts": job.max_attempts,
         "request_id": job.request_id,
         "now": t,
+        "trace_context": _dumps(job.trace_context or {}),
     }
 
 
@@ -375,6 +376,7 @@ def job_from(r: Mapping[str, Any]) -> Job:
         updated_at=float(r["updated_at"]),
         finished_at=None if r["finished_at"] is None else float(r["finished_at"]),
         progress=_loads(r["progress"]) or {},
+        trace_context=_loads(r["trace_context"]) or {},
     )
 
 

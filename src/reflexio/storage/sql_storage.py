@@ -34,10 +34,11 @@ from reflexio.records import (
     LearningEvent,
     LLMUsageRecord,
     RequestRecord,
+    StreamEventRecord,
     UsageSummary,
     now,
 )
-from reflexio.storage import learning_writes, rows
+from reflexio.storage import learning_writes, rows, stream
 from reflexio.storage.connector import Connector
 from reflexio.storage.job_queue import SqlJobQueue
 from reflexio.storage.queries import (
@@ -46,6 +47,7 @@ from reflexio.storage.queries import (
     where_interactions,
     where_learnings,
     where_requests,
+    where_stream_events,
 )
 
 __all__ = ["SqlStorage"]
@@ -206,6 +208,7 @@ class SqlStorage(SqlJobQueue):
         db.execute("insert_changes", {"org_id": org_id, "seq": seq, "ids": db.dialect.bind_list(list(ids))})
         if events:
             db.bulk_insert("learning_events", [rows.event_params(e) for e in events], returning_ids=False)
+            stream.emit(db, stream.from_learning_events(events))
 
     def _select(self, db: Connector, org_id: str, where: LearningFilter) -> list[Learning]:
         sql, params = where_learnings(where, db.dialect)
@@ -283,6 +286,24 @@ class SqlStorage(SqlJobQueue):
         params |= {"org_id": org_id, "limit": limit}
         return [rows.event_from(r) for r in self.db.all("list_events", params, where=sql)]
 
+    def list_stream_events(
+        self,
+        org_id: str,
+        *,
+        after: int,
+        types: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        user_id: str | None = None,
+        limit: int = 500,
+    ) -> list[StreamEventRecord]:
+        sql, params = where_stream_events(self.db.dialect, types=types, kinds=kinds, user_id=user_id)
+        params |= {"org_id": org_id, "after": after, "limit": limit}
+        return [stream.stream_event_from(r) for r in self.db.all("list_stream_events", params, where=sql)]
+
+    def last_stream_event(self, org_id: str) -> int:
+        row = self.db.one("last_stream_event", {"org_id": org_id})
+        return int(row["seq"]) if row else 0
+
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
         if not refs:
             return
@@ -304,7 +325,9 @@ class SqlStorage(SqlJobQueue):
         params = [rows.evaluation_params(r, r.created_at or t) for r in rows_in]
         with self.db.transaction() as db:
             ids = db.insert("insert_evaluation", params)
-        return [rows.evaluation_from({**p, "id": i}) for p, i in zip(params, ids, strict=True)]
+            stored = [rows.evaluation_from({**p, "id": i}) for p, i in zip(params, ids, strict=True)]
+            stream.emit(db, stream.from_evaluations(stored))
+        return stored
 
     def list_evaluations(
         self,
@@ -367,7 +390,7 @@ class SqlStorage(SqlJobQueue):
             doomed = self._select(db, org_id, LearningFilter(user_id=user_id))
             self._delete_rows(db, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
-            for table in ("events", "evaluations", "bookmarks"):
+            for table in ("events", "stream_events", "evaluations", "bookmarks"):
                 counts[table] = db.execute(f"clear_user_{table}", who)
             return counts
 

@@ -200,10 +200,11 @@ SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 -- (org, task, key) is already queued returns the queued row (unchanged, or moved later and
 -- carrying the newer payload when debounced), even when two processes enqueue at once.
 INSERT INTO jobs AS j (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
     %(org_id)s, %(task)s, %(key)s, %(payload)s, 'queued', %(run_at)s, 0, %(max_attempts)s,
-    %(request_id)s, %(now)s, %(now)s
+    %(request_id)s, %(now)s, %(now)s, %(trace_context)s
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET updated_at = j.updated_at
@@ -211,10 +212,11 @@ RETURNING *
 
 -- name: enqueue_job_debounced
 INSERT INTO jobs AS j (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
     %(org_id)s, %(task)s, %(key)s, %(payload)s, 'queued', %(run_at)s, 0, %(max_attempts)s,
-    %(request_id)s, %(now)s, %(now)s
+    %(request_id)s, %(now)s, %(now)s, %(trace_context)s
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET run_at = greatest(j.run_at, excluded.run_at), payload = excluded.payload,
@@ -229,6 +231,7 @@ WHERE id IN (
     WHERE status = 'running' AND lease_expires_at < %(now)s AND attempts >= max_attempts
     FOR UPDATE SKIP LOCKED
 )
+RETURNING id, org_id, task, last_error
 
 -- name: claim_jobs
 -- A queued job waits while a job of its key runs (even one whose lease expired: that one is
@@ -274,6 +277,7 @@ WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
 UPDATE jobs SET status = 'dead', last_error = %(error)s, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
+RETURNING id, org_id, task, last_error
 
 -- name: queued_twin
 SELECT q.id FROM jobs j
@@ -350,3 +354,24 @@ WHERE org_id = %(org_id)s AND (embed_model <> %(model)s OR embedding IS NULL) LI
 UPDATE learnings SET embedding = %(embedding)s, embed_model = %(embed_model)s,
     text_hash = %(text_hash)s, seq = %(seq)s
 WHERE org_id = %(org_id)s AND id = %(id)s
+
+-- name: bump_event_seq
+-- The org's next :n stream event numbers (the last one is returned). Under the org's row lock,
+-- held to commit, so numbers are handed out in commit order.
+INSERT INTO org_state AS s (org_id, event_seq) VALUES (%(org_id)s, %(n)s)
+ON CONFLICT (org_id) DO UPDATE SET event_seq = s.event_seq + %(n)s
+RETURNING event_seq
+
+-- name: insert_stream_event
+INSERT INTO stream_events (org_id, seq, type, kind, subject_id, user_id, data, created_at)
+VALUES (%(org_id)s, %(seq)s, %(type)s, %(kind)s, %(subject_id)s, %(user_id)s, %(data)s, %(created_at)s)
+
+-- name: list_stream_events
+SELECT * FROM stream_events WHERE org_id = %(org_id)s AND seq > %(after)s AND ({where})
+ORDER BY seq LIMIT %(limit)s
+
+-- name: last_stream_event
+SELECT coalesce(max(seq), 0) AS seq FROM stream_events WHERE org_id = %(org_id)s
+
+-- name: clear_user_stream_events
+DELETE FROM stream_events WHERE org_id = %(org_id)s AND user_id = %(user_id)s

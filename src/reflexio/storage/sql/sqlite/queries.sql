@@ -185,9 +185,11 @@ SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 -- (org, task, key) is already queued returns the queued row (unchanged, or moved later and
 -- carrying the newer payload when debounced).
 INSERT INTO jobs (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
-    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
+    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now,
+    :trace_context
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET updated_at = jobs.updated_at
@@ -195,9 +197,11 @@ RETURNING *
 
 -- name: enqueue_job_debounced
 INSERT INTO jobs (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
-    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
+    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now,
+    :trace_context
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO UPDATE SET
     run_at = max(jobs.run_at, excluded.run_at),
@@ -210,6 +214,7 @@ RETURNING *
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL,
     lease_expires_at = NULL, finished_at = :now, updated_at = :now
 WHERE status = 'running' AND lease_expires_at < :now AND attempts >= max_attempts
+RETURNING id, org_id, task, last_error
 
 -- name: claim_jobs
 -- A queued job waits while a job of its key runs (even one whose lease expired: that one is
@@ -254,6 +259,7 @@ WHERE id = :id AND status = 'running' AND lease_owner = :worker
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = :now, updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_owner = :worker
+RETURNING id, org_id, task, last_error
 
 -- name: queued_twin
 SELECT q.id FROM jobs j
@@ -330,3 +336,24 @@ WHERE org_id = :org_id AND (embed_model <> :model OR embedding IS NULL) LIMIT :l
 UPDATE learnings SET embedding = :embedding, embed_model = :embed_model, embed_dim = :embed_dim,
     text_hash = :text_hash, seq = :seq
 WHERE org_id = :org_id AND id = :id
+
+-- name: bump_event_seq
+-- The org's next :n stream event numbers (the last one is returned). Under the org's row lock,
+-- held to commit, so numbers are handed out in commit order.
+INSERT INTO org_state (org_id, event_seq) VALUES (:org_id, :n)
+ON CONFLICT (org_id) DO UPDATE SET event_seq = event_seq + :n
+RETURNING event_seq
+
+-- name: insert_stream_event
+INSERT INTO stream_events (org_id, seq, type, kind, subject_id, user_id, data, created_at)
+VALUES (:org_id, :seq, :type, :kind, :subject_id, :user_id, :data, :created_at)
+
+-- name: list_stream_events
+SELECT * FROM stream_events WHERE org_id = :org_id AND seq > :after AND ({where})
+ORDER BY seq LIMIT :limit
+
+-- name: last_stream_event
+SELECT coalesce(max(seq), 0) AS seq FROM stream_events WHERE org_id = :org_id
+
+-- name: clear_user_stream_events
+DELETE FROM stream_events WHERE org_id = :org_id AND user_id = :user_id

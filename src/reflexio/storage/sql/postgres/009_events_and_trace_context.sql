@@ -1,0 +1,16 @@
+-- The live event stream: one row per event, numbered per org in commit order (org_state's
+-- event_seq, taken under the org's row lock, held to commit), so a reader resuming after seq N
+-- gets every later event once, in order, across restarts. And the trace context a job continues.
+ALTER TABLE org_state ADD COLUMN event_seq bigint NOT NULL DEFAULT 0;
+CREATE TABLE stream_events (
+    org_id     text             NOT NULL,
+    seq        bigint           NOT NULL,
+    type       text             NOT NULL,
+    kind       text,
+    subject_id text,
+    user_id    text,
+    data       jsonb            NOT NULL DEFAULT '{}',
+    created_at double precision NOT NULL,
+    PRIMARY KEY (org_id, seq)
+);
+ALTER TABLE jobs ADD COLUMN trace_context jsonb NOT NULL DEFAULT '{}';
