@@ -16,6 +16,7 @@ from starlette.routing import Route
 from reflexio.api import errors
 from reflexio.api.mounts import Guarded, MountFactory, mounts_lifespan
 from reflexio.api.routes import (
+    events,
     generation,
     interactions,
     jobs,
@@ -75,7 +76,18 @@ def create_app(
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
     app.include_router(system.public)
     app.include_router(metrics.router)
-    for module in (system, interactions, profiles, playbooks, search, org_config, users, jobs, generation):
+    for module in (
+        system,
+        interactions,
+        profiles,
+        playbooks,
+        search,
+        org_config,
+        users,
+        jobs,
+        generation,
+        events,
+    ):
         app.include_router(module.router)
     for mount in mounted:  # a plain Starlette route: its endpoint is the ASGI app itself
         route = Route(f"/api{mount.path}", Guarded(core, mount), methods=["GET", "POST", "DELETE"])

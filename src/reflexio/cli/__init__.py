@@ -25,6 +25,7 @@ from reflexio.cli import (
     integrations,
     learnings,
     services,
+    watch,
     worker,
 )  # generation registers its commands on import
 from reflexio.cli.options import GLOBALS, ApiKeyOpt, Globals, UrlOpt
@@ -77,6 +78,7 @@ app.add_typer(admin.jobs, name="jobs")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
 app.command()(integrations.mcp)
+app.command()(watch.watch)
 app.add_typer(integrations.integrations, name="integrations")
 
 
