@@ -19,8 +19,15 @@ from reflexio import telemetry
 from reflexio.api.server import in_background
 from reflexio.service import keys
 from reflexio.service.core import open_core
+from reflexio.testing import ScriptedLLM
 from tests.integrations.conftest import Live, live_settings
 
+EXTRACTED = {
+    "profiles": [
+        {"content": "The user only uses Linux.", "type": "preference", "ttl": "one_year", "evidence": [3]}
+    ],
+    "playbooks": [],
+}
 SPANS = InMemorySpanExporter()
 METRICS = InMemoryMetricReader()
 
@@ -31,7 +38,9 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     if not telemetry.tracing():
         pytest.skip("another test configured telemetry in this process first, without in-memory exporters")
     home = tmp_path_factory.mktemp("traced")
-    core = open_core(live_settings(home))
+    # Worker threads, which get a job's trace context from its row only; a scripted LLM.
+    core = open_core(live_settings(home, REFLEXIO_WORKERS="1"))
+    core.llm = ScriptedLLM().on("extract", EXTRACTED)
     with in_background(core) as url:
         yield Live(url=url, core=core, home=home)
 
@@ -101,3 +110,36 @@ def test_metrics_are_served_to_prometheus_behind_the_api_key(traced: Live, tmp_p
         assert "reflexio_publish_duration" in scraped.text
     finally:
         keys.revoke_key(traced.core, record.id, "otel-org")
+
+
+def test_a_publish_trace_continues_in_the_job_that_learns_from_it(traced: Live) -> None:
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    SPANS.clear()
+    response = httpx.post(
+        f"{traced.url}/api/publish_interaction",
+        params={"wait_for_response": "true"},
+        json={
+            "user_id": "otel-learner",
+            "session_id": "s1",
+            "interaction_data_list": [
+                {"role": "User", "content": "Recommend a laptop for me."},
+                {"role": "Assistant", "content": "The MacBook Air is a great choice."},
+                {"role": "User", "content": "I only ever use Linux. Please don't suggest Macs."},
+            ],
+        },
+        headers={"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"},
+        timeout=60,
+    )
+    assert response.status_code == 200, response.text
+    jobs = [s for s in SPANS.get_finished_spans() if s.name == "reflexio.job extract"]
+    assert jobs, [s.name for s in SPANS.get_finished_spans()]
+    job = jobs[0]
+    assert format(job.context.trace_id, "032x") == trace_id  # carried on the job row, not in memory
+    (publish,) = spans("reflexio.publish")
+    assert job.parent.span_id == publish.context.span_id
+    in_job = [s for s in SPANS.get_finished_spans() if s.context.trace_id == job.context.trace_id]
+    (llm,) = [s for s in in_job if s.name == "reflexio.llm extraction"]
+    assert llm.attributes["reflexio.prompt"] == "extract" and "gen_ai.usage.input_tokens" in llm.attributes
+    saves = [s for s in in_job if s.name == "reflexio.learnings.save"]
+    assert saves and saves[0].attributes["reflexio.learnings.added"] >= 1
+    assert saves[0].start_time >= llm.end_time  # publish -> job -> LLM call -> learning saved
