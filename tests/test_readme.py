@@ -184,3 +184,14 @@ def test_observe_example(tmp_path: Path) -> None:
         assert "reflexio_search_duration" in done.stdout and 'org="self-host-org"' in done.stdout
     finally:
         subprocess.run([*reflexio, "services", "stop"], env=env, capture_output=True, timeout=60, check=False)
+
+
+@pytest.mark.slow
+def test_watch_example(mcp_server_url: str) -> None:
+    line = block("Watch it live", "bash").split("#", 1)[0].strip()
+    args = [*shlex.split(line)[1:], "--after", "0", "--no-follow"]
+    done = subprocess.run(
+        [sys.executable, "-m", "reflexio", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "learning.created" in done.stdout and "Only uses Linux laptops" in done.stdout
