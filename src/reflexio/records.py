@@ -26,12 +26,14 @@ __all__ = [
     "EvaluationRecord",
     "InteractionRecord",
     "Job",
+    "JobStats",
     "JobStatus",
     "LLMUsageRecord",
     "Learning",
     "LearningEvent",
     "LearningKind",
     "LearningStatus",
+    "ModelUsage",
     "RequestRecord",
     "StreamEventRecord",
     "UsageSummary",
@@ -280,6 +282,31 @@ class Job:
     progress: dict[str, Any] = field(default_factory=dict)
     #: The trace the job continues (W3C ``traceparent`` headers of whoever enqueued it).
     trace_context: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobStats:
+    """How many jobs of one org and task are in one open status (what ``/metrics`` reports).
+
+    ``oldest_due`` is the run time of the oldest queued job that is due (None when none is).
+    """
+
+    org_id: str
+    task: str
+    status: JobStatus
+    count: int
+    oldest_due: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelUsage:
+    """An org's LLM use of one model, summed over every call ever accounted."""
+
+    org_id: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 @dataclass(slots=True, kw_only=True)

@@ -18,22 +18,25 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
+from opentelemetry.metrics import Observation
+
+from reflexio.records import JobStats, ModelUsage
 
 __all__ = [
     "JOB_FAILURES",
-    "LLM_COST",
-    "LLM_TOKENS",
     "PUBLISH_MS",
     "SEARCH_MS",
     "carrier",
     "configure",
     "continued",
+    "observe",
     "prometheus_text",
     "span",
     "tracing",
@@ -51,12 +54,74 @@ SEARCH_MS = _meter.create_histogram(
     "reflexio.search.duration", unit="ms", description="Time to answer a search."
 )
 JOB_FAILURES = _meter.create_counter(
-    "reflexio.jobs.failures", description="Job attempts that failed (outcome: retry or dead)."
+    "reflexio.jobs.failures", description="Job attempts that failed in this process (outcome: retry or dead)."
 )
-LLM_TOKENS = _meter.create_counter(
-    "reflexio.llm.tokens", description="LLM tokens used (type: input or output)."
+
+#: Read at collection time from storage (see ``observe``): every process sees the same truth.
+_sources: dict[str, Callable[[], Sequence[Any]]] = {}
+_memo: dict[str, tuple[float, Sequence[Any]]] = {}
+#: Seconds a storage reading serves the instruments of one collection.
+_MEMO_SECONDS = 1.0
+
+
+def observe(
+    *, job_stats: Callable[[], Sequence[JobStats]], llm_usage: Callable[[], Sequence[ModelUsage]]
+) -> None:
+    """Read the queue and the LLM spend from these (a server's storage) when metrics are collected."""
+    _sources.update(job_stats=job_stats, llm_usage=llm_usage)
+    _memo.clear()
+
+
+def _read(name: str) -> Sequence[Any]:
+    source = _sources.get(name)
+    if source is None:
+        return ()
+    cached = _memo.get(name)
+    if cached is not None and time.monotonic() - cached[0] < _MEMO_SECONDS:
+        return cached[1]
+    try:
+        value = source()
+    except Exception:  # a scrape must not fail because storage did; the gauges are just absent
+        log.exception("reading %s for metrics failed", name)
+        return ()
+    _memo[name] = (time.monotonic(), value)
+    return value
+
+
+def _jobs(_: Any) -> Iterator[Observation]:
+    for s in _read("job_stats"):
+        yield Observation(s.count, {"org": s.org_id, "task": s.task, "status": s.status.value})
+
+
+def _lateness(_: Any) -> Iterator[Observation]:
+    now = time.time()
+    for s in _read("job_stats"):
+        if s.oldest_due is not None:
+            yield Observation(max(0.0, now - s.oldest_due), {"org": s.org_id, "task": s.task})
+
+
+def _tokens(_: Any) -> Iterator[Observation]:
+    for u in _read("llm_usage"):
+        yield Observation(u.prompt_tokens, {"org": u.org_id, "model": u.model, "type": "input"})
+        yield Observation(u.completion_tokens, {"org": u.org_id, "model": u.model, "type": "output"})
+
+
+def _cost(_: Any) -> Iterator[Observation]:
+    for u in _read("llm_usage"):
+        yield Observation(u.cost_usd, {"org": u.org_id, "model": u.model})
+
+
+_meter.create_observable_gauge("reflexio.jobs", [_jobs], description="Jobs queued, running and dead.")
+_meter.create_observable_gauge(
+    "reflexio.jobs.oldest_due_age",
+    [_lateness],
+    unit="s",
+    description="How long the oldest due job has waited.",
 )
-LLM_COST = _meter.create_counter("reflexio.llm.cost", unit="USD", description="LLM cost.")
+_meter.create_observable_counter(
+    "reflexio.llm.tokens", [_tokens], description="LLM tokens used (input, output)."
+)
+_meter.create_observable_counter("reflexio.llm.cost", [_cost], unit="USD", description="LLM cost.")
 
 _configured = threading.Lock()
 _state: dict[str, Any] = {}

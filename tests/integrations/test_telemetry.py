@@ -6,6 +6,7 @@ with in-memory exporters before it starts its own server.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     # Worker threads, which get a job's trace context from its row only; a scripted LLM.
     core = open_core(live_settings(home, REFLEXIO_WORKERS="1"))
     core.llm = ScriptedLLM().on("extract", EXTRACTED)
+    telemetry.observe(job_stats=core.storage.job_stats, llm_usage=core.storage.llm_usage_by_org)
     with in_background(core) as url:
         yield Live(url=url, core=core, home=home)
 
@@ -131,11 +133,10 @@ def test_a_publish_trace_continues_in_the_job_that_learns_from_it(traced: Live) 
         timeout=60,
     )
     assert response.status_code == 200, response.text
-    jobs = [s for s in SPANS.get_finished_spans() if s.name == "reflexio.job extract"]
-    assert jobs, [s.name for s in SPANS.get_finished_spans()]
-    job = jobs[0]
-    assert format(job.context.trace_id, "032x") == trace_id  # carried on the job row, not in memory
-    (publish,) = spans("reflexio.publish")
+    ours = [s for s in spans("reflexio.job extract") if format(s.context.trace_id, "032x") == trace_id]
+    assert ours, "the job did not continue the publish's trace (it is carried on the job row)"
+    job = ours[0]
+    (publish,) = [s for s in spans("reflexio.publish") if s.context.trace_id == job.context.trace_id]
     assert job.parent.span_id == publish.context.span_id
     in_job = [s for s in SPANS.get_finished_spans() if s.context.trace_id == job.context.trace_id]
     (llm,) = [s for s in in_job if s.name == "reflexio.llm extraction"]
@@ -143,3 +144,22 @@ def test_a_publish_trace_continues_in_the_job_that_learns_from_it(traced: Live) 
     saves = [s for s in in_job if s.name == "reflexio.learnings.save"]
     assert saves and saves[0].attributes["reflexio.learnings.added"] >= 1
     assert saves[0].start_time >= llm.end_time  # publish -> job -> LLM call -> learning saved
+
+
+def test_metrics_read_the_queue_and_the_llm_spend_from_storage(traced: Live) -> None:
+    from reflexio.records import Job, LLMUsageRecord
+
+    traced.core.storage.enqueue_jobs([Job(org_id="metrics-org", task="later", key="k", run_at=1.0)])
+    traced.core.storage.add_llm_usage(
+        [LLMUsageRecord(org_id="metrics-org", role="extraction", model="m1", prompt="p", prompt_tokens=7)]
+    )
+    time.sleep(1.1)  # past the readings' memo
+    lines = httpx.get(f"{traced.url}/metrics").text.splitlines()
+
+    def value(metric: str, *labels: str) -> float:
+        (line,) = [x for x in lines if x.startswith(metric + "{") and all(label in x for label in labels)]
+        return float(line.rsplit(" ", 1)[1])
+
+    assert value("reflexio_jobs", 'org="metrics-org"', 'status="queued"', 'task="later"') == 1.0
+    assert value("reflexio_jobs_oldest_due_age_seconds", 'org="metrics-org"', 'task="later"') > 1e9
+    assert value("reflexio_llm_tokens_total", 'org="metrics-org"', 'model="m1"', 'type="input"') == 7.0

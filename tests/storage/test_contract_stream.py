@@ -119,3 +119,35 @@ def test_a_job_keeps_the_trace_context_it_was_enqueued_with(storage: Storage) ->
     assert claimed.trace_context == context
     (plain,) = storage.enqueue_jobs([Job(org_id="o1", task="extract", key="u2")])
     assert plain.trace_context == {}
+
+
+def test_queue_and_llm_statistics_for_metrics(storage: Storage) -> None:
+    from reflexio.records import JobStatus, LLMUsageRecord
+
+    past = time.time() - 30
+    storage.enqueue_jobs(
+        [
+            Job(org_id="o1", task="extract", key="a", run_at=past),
+            Job(org_id="o1", task="extract", key="b", run_at=time.time() + 3600),
+            Job(org_id="o2", task="evaluate_session", key="c", max_attempts=1),
+        ]
+    )
+    (held,) = storage.claim_jobs("w1", limit=1, lease_seconds=30, tasks=["evaluate_session"])
+    storage.finish_job(held.id, "w1", error="boom")
+    stats = {(s.org_id, s.task, s.status): s for s in storage.job_stats()}
+    queued = stats[("o1", "extract", JobStatus.QUEUED)]
+    assert queued.count == 2 and queued.oldest_due is not None and abs(queued.oldest_due - past) < 1
+    assert stats[("o2", "evaluate_session", JobStatus.DEAD)].count == 1
+    storage.add_llm_usage(
+        [
+            LLMUsageRecord(
+                org_id="o1", role="extraction", model="m", prompt="p", prompt_tokens=10, cost_usd=0.5
+            ),
+            LLMUsageRecord(
+                org_id="o1", role="gate", model="m", prompt="p", completion_tokens=4, cost_usd=0.25
+            ),
+        ]
+    )
+    (usage,) = storage.llm_usage_by_org()
+    assert (usage.org_id, usage.model, usage.prompt_tokens, usage.completion_tokens) == ("o1", "m", 10, 4)
+    assert abs(usage.cost_usd - 0.75) < 1e-9

@@ -88,6 +88,7 @@ def serve(settings: Settings, *, mounts: Sequence[MountFactory] = ()) -> None:
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     telemetry.configure(service_name=settings.otel_service_name, otlp_endpoint=settings.otel_endpoint)
     core = open_core(settings)
+    telemetry.observe(job_stats=core.storage.job_stats, llm_usage=core.storage.llm_usage_by_org)
     apart = settings.worker_process and workers_can_run_apart(core)
     app = build_server_app(core, worker_process=apart, mounts=mounts)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reflexio import telemetry
 from reflexio.llm import LLM, LLMCall, Metered, Usage
 from reflexio.records import LLMUsageRecord
 from reflexio.storage import Storage
@@ -27,11 +26,7 @@ class StorageLedger:
     job_id: int | None = None
 
     def record(self, call: LLMCall[Any], usage: Usage, error: str | None) -> None:
-        """Store the call's tokens, cost, latency and outcome (and count them per org)."""
-        labels = {"org": self.org_id, "role": call.role.value, "model": usage.model}
-        telemetry.LLM_TOKENS.add(usage.prompt_tokens, {**labels, "type": "input"})
-        telemetry.LLM_TOKENS.add(usage.completion_tokens, {**labels, "type": "output"})
-        telemetry.LLM_COST.add(usage.cost_usd, labels)
+        """Store the call's tokens, cost, latency and outcome (``/metrics`` reads them back per org)."""
         self.storage.add_llm_usage(
             [
                 LLMUsageRecord(

@@ -21,7 +21,7 @@ from typing import Any
 
 from reflexio import telemetry
 from reflexio.errors import ConflictError
-from reflexio.records import Job, JobStatus, now
+from reflexio.records import Job, JobStats, JobStatus, now
 from reflexio.storage import rows, stream
 from reflexio.storage.connector import Connector, Row
 from reflexio.storage.queries import where_jobs
@@ -159,6 +159,19 @@ class SqlJobQueue:
         ids = None if job_ids is None else self.db.dialect.bind_list(list(job_ids))
         with self.db.transaction() as db:
             return db.execute("retry_jobs", {"org_id": org_id, "ids": ids, "now": now()})
+
+    def job_stats(self) -> list[JobStats]:
+        found = self.db.all("job_stats", {"now": now()})
+        return [
+            JobStats(
+                org_id=r["org_id"],
+                task=r["task"],
+                status=JobStatus(r["status"]),
+                count=int(r["n"]),
+                oldest_due=None if r["oldest_due"] is None else float(r["oldest_due"]),
+            )
+            for r in found
+        ]
 
     def list_orgs(self) -> list[str]:
         return [str(r["org_id"]) for r in self.db.all("list_orgs")]

@@ -31,10 +31,12 @@ from reflexio.records import (
     EvaluationRecord,
     InteractionRecord,
     Job,
+    JobStats,
     JobStatus,
     Learning,
     LearningEvent,
     LLMUsageRecord,
+    ModelUsage,
     RequestRecord,
     StreamEventRecord,
     UsageSummary,
@@ -352,6 +354,10 @@ class Storage(JobQueue, Protocol):
         """Move dead jobs (all, or these) back to the queue with fresh attempts."""
         ...
 
+    def job_stats(self) -> list[JobStats]:
+        """Jobs per org, task and open status (queued, running, dead), across every org."""
+        ...
+
     def list_orgs(self) -> list[str]:
         """Orgs that have written learnings (for per-org maintenance jobs)."""
         ...
@@ -372,6 +378,10 @@ class Storage(JobQueue, Protocol):
     # -- LLM accounting ---------------------------------------------------------------------
     def add_llm_usage(self, rows: Sequence[LLMUsageRecord], /) -> None:
         """Record finished LLM calls (append-only; ``created_at`` 0 means now)."""
+        ...
+
+    def llm_usage_by_org(self) -> list[ModelUsage]:
+        """LLM tokens and cost ever accounted, per org and model, across every org."""
         ...
 
     def llm_usage(

@@ -33,6 +33,7 @@ from reflexio.records import (
     Learning,
     LearningEvent,
     LLMUsageRecord,
+    ModelUsage,
     RequestRecord,
     StreamEventRecord,
     UsageSummary,
@@ -447,6 +448,18 @@ class SqlStorage(SqlJobQueue):
         t = now()
         with self.db.transaction() as db:
             db.many("insert_llm_usage", [rows.usage_params(r, r.created_at or t) for r in rows_in])
+
+    def llm_usage_by_org(self) -> list[ModelUsage]:
+        return [
+            ModelUsage(
+                org_id=r["org_id"],
+                model=r["model"],
+                prompt_tokens=int(r["prompt_tokens"]),
+                completion_tokens=int(r["completion_tokens"]),
+                cost_usd=float(r["cost_usd"]),
+            )
+            for r in self.db.all("llm_usage_by_org")
+        ]
 
     def llm_usage(
         self, org_id: str, *, job_id: int | None = None, since: float | None = None

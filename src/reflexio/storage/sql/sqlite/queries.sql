@@ -357,3 +357,16 @@ SELECT coalesce(max(seq), 0) AS seq FROM stream_events WHERE org_id = :org_id
 
 -- name: clear_user_stream_events
 DELETE FROM stream_events WHERE org_id = :org_id AND user_id = :user_id
+
+-- name: job_stats
+-- What /metrics reports about the queue: jobs per org, task and open status, and the oldest
+-- due queued job's run time (its age is how late the queue runs).
+SELECT org_id, task, status, count(*) AS n,
+       min(CASE WHEN status = 'queued' AND run_at <= :now THEN run_at END) AS oldest_due
+FROM jobs WHERE status IN ('queued', 'running', 'dead')
+GROUP BY org_id, task, status
+
+-- name: llm_usage_by_org
+SELECT org_id, model, coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+FROM llm_usage GROUP BY org_id, model
