@@ -20,7 +20,6 @@ outbox's folder and the hook exits 0; the server is given ``timeout_seconds`` at
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 import sys
@@ -36,7 +35,21 @@ from reflexio.prompt_text import PromptItem, pack, rule_line
 
 __all__ = ["EVENTS", "SOURCE", "flush", "main", "on_prompt", "on_stop"]
 
-log = logging.getLogger("reflexio.claude_code")
+_LOG_FOLDER: list[Path] = []
+
+
+def _log(level: str, message: str, *args: object, trace: bool = False) -> None:
+    """Append to the hooks' log; ``logging`` is imported only then (it costs start-up time)."""
+    import logging
+
+    logger = logging.getLogger("reflexio.claude_code")
+    if not logger.handlers and _LOG_FOLDER:
+        handler = logging.FileHandler(_LOG_FOLDER[0] / "hooks.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    logger.log(logging.getLevelName(level), message, *args, exc_info=trace)
+
 
 #: The ``source`` every publish from Claude Code carries.
 SOURCE = "claude-code"
@@ -201,7 +214,7 @@ def on_stop(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbo
     session_id = str(payload.get("session_id", ""))
     path = Path(str(payload.get("transcript_path", "")))
     if not session_id or not path.is_file():
-        log.warning("no transcript to read for session %r at %s", session_id, path)
+        _log("WARNING", "no transcript to read for session %r at %s", session_id, path)
         return False
     offset = outbox.offset(session_id)
     if offset > path.stat().st_size:  # the file was replaced: read it again from the top
@@ -352,16 +365,12 @@ def main(argv: list[str]) -> int:
     settings = ClaudeCodeSettings.from_env()
     try:
         settings.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        logging.basicConfig(
-            filename=settings.folder / "hooks.log",
-            level=logging.INFO,
-            format="%(asctime)s %(process)d %(levelname)s %(message)s",
-        )
+        _LOG_FOLDER.append(settings.folder)
         _run(argv[0] if argv else "", settings)
     except OSError as exc:  # the server is down or slow: expected, and the outbox keeps the turns
-        log.warning("hook %s: %s: %s", argv[:1], type(exc).__name__, exc)
+        _log("WARNING", "hook %s: %s: %s", argv[:1], type(exc).__name__, exc)
     except BaseException:  # a hook must exit 0 whatever failed; the log says what
-        log.exception("hook %s failed", argv[:1])
+        _log("ERROR", "hook %s failed", argv[:1], trace=True)
     return 0
 
 
@@ -372,7 +381,7 @@ def _run(event: str, settings: ClaudeCodeSettings) -> None:
     try:
         if event == "flush":
             sent = flush(settings, outbox)
-            log.info("flush: sent %s", sent)
+            _log("INFO", "flush: sent %s", sent)
             return
         payload = json.loads(sys.stdin.read() or "{}")
         if event == "prompt":
