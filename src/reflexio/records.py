@@ -334,6 +334,8 @@ class ApiKeyRecord:
     name: str = ""
     created_at: float = 0.0
     revoked_at: float | None = None
+    #: May review (approve, reject) on surfaces handed to agents: the MCP endpoint.
+    reviewer: bool = False
 
 
 @dataclass(slots=True, kw_only=True)

@@ -44,7 +44,8 @@ class Caller:
     """The org a request acts for, and who to name in the history of what it changes.
 
     ``reviewer`` says whether surfaces handed to agents (the MCP endpoint) offer this caller
-    the review tools (approve, reject): the operator on this machine does review.
+    the review tools (approve, reject): the operator on this machine does, and so does a key
+    created with ``reflexio keys create --reviewer``.
     """
 
     org_id: str
@@ -77,7 +78,7 @@ async def require_caller(request: Request, core: CoreDep) -> Caller:
         if key is None:
             problem = "is not a valid API key" if bearer else "is missing"
             raise AuthenticationError(f"Authentication required: the Bearer token {problem}")
-        return Caller(org_id=key.org_id, actor=f"key:{key.prefix}")
+        return Caller(org_id=key.org_id, actor=f"key:{key.prefix}", reviewer=key.reviewer)
     if is_local(request):
         return Caller(org_id=core.settings.default_org_id, actor="local", reviewer=True)
     raise PermissionDeniedError(NO_KEYS_MESSAGE)

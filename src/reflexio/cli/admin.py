@@ -179,6 +179,7 @@ def _key_row(record: ApiKeyRecord) -> dict[str, Any]:
         "created_at": record.created_at,
         "revoked_at": record.revoked_at,
         "active": record.revoked_at is None,
+        "reviewer": record.reviewer,
     }
 
 
@@ -186,6 +187,9 @@ def _key_row(record: ApiKeyRecord) -> dict[str, Any]:
 def create_key(
     org: Annotated[str, typer.Option("--org", help="The org the key acts for.")],
     name: Annotated[str, typer.Option("--name", help="A label to tell keys apart.")] = "",
+    reviewer: Annotated[
+        bool, typer.Option("--reviewer", help="Offer it the review tools (approve, reject) over MCP.")
+    ] = False,
     storage_url: StorageUrlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -199,7 +203,7 @@ def create_key(
         from reflexio.service import keys as key_service
 
         with _core(storage_url) as core:
-            record, plain = key_service.create_key(core, org, name)
+            record, plain = key_service.create_key(core, org, name, reviewer=reviewer)
         data = {"key": plain, **_key_row(record)}
         return Result(
             data,

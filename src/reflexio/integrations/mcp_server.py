@@ -7,7 +7,8 @@ The tools are written once, over a :class:`~reflexio.integrations.gateway.Gatewa
 * ``publish``: store a turn (idempotent on ``request_id``) so Reflexio learns from it;
 * ``list_learnings`` / ``get_learning``: read profiles, user playbooks and agent playbooks;
 * ``approve`` / ``reject``: review agent playbooks, offered only to callers allowed to review
-  (``reflexio mcp --review`` on stdio; local callers and review keys over HTTP);
+  (``reflexio mcp --review`` on stdio; over HTTP, callers on this machine and keys created with
+  ``reflexio keys create --reviewer``);
 
 and one resource template, ``reflexio://users/{user_id}/standing-preferences``: what Reflexio
 keeps in mind about a user whatever the question. Until learnings carry a standing mark it

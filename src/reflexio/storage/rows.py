@@ -338,6 +338,7 @@ def api_key_from(r: Mapping[str, Any]) -> ApiKeyRecord:
         name=r["name"],
         created_at=float(r["created_at"]),
         revoked_at=None if r["revoked_at"] is None else float(r["revoked_at"]),
+        reviewer=bool(r["reviewer"]),
     )
 
 

@@ -404,6 +404,7 @@ class SqlStorage(SqlJobQueue):
             "prefix": key.prefix,
             "name": key.name,
             "created_at": t,
+            "reviewer": key.reviewer,
         }
         with self.db.transaction() as db:
             (key_id,) = db.insert("insert_api_key", [params])

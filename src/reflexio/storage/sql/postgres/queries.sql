@@ -177,16 +177,16 @@ DELETE FROM evaluations WHERE org_id = %(org_id)s AND user_id = %(user_id)s
 DELETE FROM bookmarks WHERE org_id = %(org_id)s AND user_id = %(user_id)s
 
 -- name: insert_api_key
-INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at)
-VALUES (%(org_id)s, %(key_hash)s, %(prefix)s, %(name)s, %(created_at)s)
+INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at, reviewer)
+VALUES (%(org_id)s, %(key_hash)s, %(prefix)s, %(name)s, %(created_at)s, %(reviewer)s)
 RETURNING id
 
 -- name: find_api_key
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
 
 -- name: list_api_keys
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE (%(org_id)s::text IS NULL OR org_id = %(org_id)s::text) ORDER BY id
 
 -- name: revoke_api_key

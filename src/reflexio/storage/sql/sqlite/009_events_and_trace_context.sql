@@ -14,3 +14,5 @@ CREATE TABLE stream_events (
     PRIMARY KEY (org_id, seq)
 );
 ALTER TABLE jobs ADD COLUMN trace_context TEXT NOT NULL DEFAULT '{}';
+-- Whether a key may review (approve, reject) on surfaces handed to agents (the MCP endpoint).
+ALTER TABLE api_keys ADD COLUMN reviewer INTEGER NOT NULL DEFAULT 0;

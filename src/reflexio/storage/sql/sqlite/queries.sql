@@ -162,16 +162,16 @@ DELETE FROM evaluations WHERE org_id = :org_id AND user_id = :user_id
 DELETE FROM bookmarks WHERE org_id = :org_id AND user_id = :user_id
 
 -- name: insert_api_key
-INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at)
-VALUES (:org_id, :key_hash, :prefix, :name, :created_at)
+INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at, reviewer)
+VALUES (:org_id, :key_hash, :prefix, :name, :created_at, :reviewer)
 RETURNING id
 
 -- name: find_api_key
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE key_hash = :key_hash AND revoked_at IS NULL
 
 -- name: list_api_keys
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE (:org_id IS NULL OR org_id = :org_id) ORDER BY id
 
 -- name: revoke_api_key
