@@ -170,7 +170,9 @@ async def test_a_reviewer_key_is_offered_the_review_tools(live: Live) -> None:
     record, plain = keys.create_key(live.core, "mcp-review-org", "reviewer", reviewer=True)
     try:
         async with over_http(live, plain) as client:
-            assert {tool.name for tool in (await client.list_tools()).tools} == READ_WRITE_TOOLS | REVIEW_TOOLS
+            assert {
+                tool.name for tool in (await client.list_tools()).tools
+            } == READ_WRITE_TOOLS | REVIEW_TOOLS
     finally:
         keys.revoke_key(live.core, record.id, "mcp-review-org")
 
