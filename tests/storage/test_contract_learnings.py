@@ -1,6 +1,6 @@
 """Storage contract: learnings, their vectors, history, filters and search candidates.
 
-Runs on every backend (memory, SQLite, PostgreSQL) through the ``storage`` fixture.
+Runs on both engines (SQLite, PostgreSQL) through the ``storage`` fixture.
 """
 
 from __future__ import annotations
