@@ -75,6 +75,13 @@ def _c(
 ALPHA_USER = {"user_id": "alpha-user"}
 CASES = [
     _c("GET", "whoami"),
+    _c("GET", "events", params=lambda ids: {"after": "0", "follow": "false"}),
+    _c(
+        "GET",
+        "events",
+        params=lambda ids: {"after": "0", "follow": "false", "user_id": "alpha-user"},
+        name="user",
+    ),
     _c(
         "POST",
         "publish_interaction",
@@ -283,6 +290,7 @@ def state_of(core: Core, org_id: str) -> dict[str, Any]:
         "requests": [asdict(r) for r in s.list_requests(org_id, RequestFilter(), limit=1_000)],
         "interactions": [asdict(r) for r in s.list_interactions(org_id, InteractionFilter())],
         "events": [e.id for e in s.list_events(org_id, limit=1_000)],
+        "stream": [e.seq for e in s.list_stream_events(org_id, after=0)],
         "config": s.get_org_config(org_id),
         "jobs": [(j.id, j.status, j.run_at, j.attempts, j.payload) for j in s.list_jobs(org_id, limit=1_000)],
         "exposures": s.list_exposures(org_id, "alpha-sess"),
@@ -301,6 +309,13 @@ def nothing_of_a(body: Any, sent: str) -> None:
         assert not any([*counts, *body.get("deleted_counts", {}).values()]), text
 
 
+def _answer(response: Any) -> Any:
+    """The JSON body, or the events of a Server-Sent Events stream (their ``data`` lines)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+    return response.json()
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     ids = seed_org_a(core, app)
@@ -310,7 +325,7 @@ def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     params = case.params(ids)
     response = make_client(app, key=key_b).request(case.method, case.path, params=params, json=body)
     assert response.status_code == case.status, response.text
-    nothing_of_a(response.json(), json.dumps([body, params]))
+    nothing_of_a(_answer(response), json.dumps([body, params]))
     assert state_of(core, A) == before
     if case.path == "/api/whoami":
         assert response.json()["org_id"] == B
