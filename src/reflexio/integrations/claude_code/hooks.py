@@ -25,13 +25,15 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from reflexio.config import ClaudeCodeSettings
 from reflexio.integrations.claude_code.outbox import Injection, Outbox
-from reflexio.integrations.claude_code.transcript import Turn, read_turns
 from reflexio.prompt_text import PromptItem, pack, rule_line
+
+if TYPE_CHECKING:  # the prompt hook never reads a transcript: it does not import the reader
+    from reflexio.integrations.claude_code.transcript import Turn
 
 __all__ = ["EVENTS", "SOURCE", "flush", "main", "on_prompt", "on_stop"]
 
@@ -219,6 +221,8 @@ def on_stop(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbo
     offset = outbox.offset(session_id)
     if offset > path.stat().st_size:  # the file was replaced: read it again from the top
         offset = 0
+    from reflexio.integrations.claude_code.transcript import read_turns
+
     turns, end = read_turns(path, offset)
     injections = outbox.injections(session_id)
     consumed = _attach(turns, injections)
