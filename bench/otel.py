@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.ingest import Publisher, body, machine, percentiles, server_process
+from bench.ingest import _ack_round, machine, percentiles, server_process
 from reflexio import ReflexioClient
 
 QUERIES = [
@@ -98,27 +98,13 @@ def timed_searches(url: str, n: int) -> list[float]:
     return times[n // 10 :]
 
 
-def timed_publishes(url: str, n: int, first: int) -> list[float]:
-    client = Publisher(url)
-    times = []
-    try:
-        for i in range(first, first + n):
-            payload = body(i, 2)
-            started = time.perf_counter()
-            client.publish(payload)
-            times.append((time.perf_counter() - started) * 1000)
-    finally:
-        client.close()
-    return times[n // 10 :]
-
-
 def one_round(
     env: dict[str, str], n: int, first: int, seeded: bool, learnings: int
 ) -> dict[str, list[float]]:
     with server_process(env) as url:
         if not seeded:
             seed(url, learnings)
-        return {"search": timed_searches(url, n), "publish": timed_publishes(url, n, first)}
+        return {"search": timed_searches(url, n), "publish": _ack_round(url, n, first)}
 
 
 def main() -> None:
