@@ -8,6 +8,7 @@ here: the entities and views (``entities``), the request and response models per
 
 from __future__ import annotations
 
+from reflexio.models.api_events import EVENT_TYPES, StreamEvent
 from reflexio.models.api_generation import (
     DowngradeProfilesRequest,
     DowngradeProfilesResponse,
@@ -217,6 +218,7 @@ __all__ = [
     "DEFAULT_AGENT_VERSION",
     "DEFAULT_STRIDE_SIZE",
     "DEFAULT_WINDOW_SIZE",
+    "EVENT_TYPES",
     "MASK",
     "NEVER_EXPIRES_TIMESTAMP",
     "APIKeyConfig",
@@ -363,6 +365,7 @@ __all__ = [
     "StorageConfigSQLite",
     "StorageConfigSupabase",
     "StorageConfigTest",
+    "StreamEvent",
     "TimeWindow",
     "ToolUseConfig",
     "ToolUsed",
