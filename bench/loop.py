@@ -20,7 +20,15 @@ Metric details (where the format leaves room):
 * a retrieved learning that matches a needed key of its turn serves that need; it is a stale
   injection only when it matches a forbidden key and none of the turn's needs (lesson texts
   overlap: "stop asking for confirmation on routine tasks" serves the new lesson even though it
-  contains "confirmation").
+  contains "confirmation");
+* format version 2: ``seed`` learnings are added through the public API before the first
+  session (users and agent version namespaced like everything else); a turn is *harmed* when a
+  ``harms`` key is in the agent's context, whatever was met; a session fails when a turn missed
+  a need, or had a ``forbids`` or ``harms`` key in its context, and with ``report_outcomes`` the
+  outcome is sent to ``POST /api/session_outcome`` — a server without that route is reported in
+  the results (``outcomes_not_reported``) and on stderr, never skipped silently;
+* after each session the simulator waits for learning from its last request and then for the
+  org's queued aggregation jobs, so "learning runs between sessions" includes Generalize.
 """
 
 from __future__ import annotations
@@ -63,6 +71,9 @@ class Reflexio(Protocol):
     ) -> str: ...
     def finish_session(self, *, user_id: str, session_id: str, last_request_id: str | None) -> None: ...
     def llm_usage(self) -> tuple[int, int]: ...
+    def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None: ...
+    def report_outcome(self, *, user_id: str, session_id: str, outcome: str) -> str | None: ...
+    def set_min_users(self, min_users: int) -> None: ...
 
 
 @dataclass
@@ -82,10 +93,20 @@ class Tally:
     injected_chars: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0
+    transfer_opportunities: int = 0
+    transfer_hits: int = 0
+    harmful_injections: int = 0
+    false_retirements: int = 0
+    sessions: int = 0
+    failed_sessions: int = 0
+    outcomes_reported: int = 0
+    outcomes_not_reported: int = 0
+    harm_served_after: int = 0  # the maximum over harms keys (see Player.harm_sessions)
 
     def add(self, other: Tally) -> None:
         for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            combine = max if name == "harm_served_after" else int.__add__
+            setattr(self, name, combine(getattr(self, name), getattr(other, name)))
 
     def metrics(self) -> dict[str, float | int | None]:
         return {
@@ -103,6 +124,15 @@ class Tally:
             "agent_playbook_repeat_opportunities": self.agent_repeat_opportunities,
             "turns": self.turns,
             "interactions": self.interactions,
+            "transfer_rate": _ratio(self.transfer_hits, self.transfer_opportunities),
+            "transfer_opportunities": self.transfer_opportunities,
+            "harmful_injections": self.harmful_injections,
+            "harm_served_after": self.harm_served_after,
+            "false_retirements": self.false_retirements,
+            "sessions": self.sessions,
+            "failed_sessions": self.failed_sessions,
+            "outcomes_reported": self.outcomes_reported,
+            "outcomes_not_reported": self.outcomes_not_reported,
         }
 
 
@@ -120,7 +150,13 @@ def matches(served: Served, key: dict[str, Any]) -> bool:
 
 @dataclass
 class Player:
-    """Plays one scenario against Reflexio and keeps its tally."""
+    """Plays one scenario against Reflexio and keeps its tally.
+
+    ``taught`` maps a key to the users who received its feedback (or expert answer) in an
+    earlier session; ``seen`` maps a key to the users it was served to in an earlier session
+    (for false retirements); ``harm_sessions`` counts, per harms key, the sessions that still
+    served it after the first one it harmed.
+    """
 
     api: Reflexio
     scenario: dict[str, Any]
@@ -128,46 +164,103 @@ class Player:
     source: str = "bench-loop"
     tally: Tally = field(default_factory=Tally)
     taught: dict[str, set[str]] = field(default_factory=dict)
+    seen: dict[str, set[str]] = field(default_factory=dict)
+    harm_sessions: dict[str, int] = field(default_factory=dict)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    outcome_problem: str | None = None
+
+    @property
+    def min_users(self) -> int:
+        return int(self.scenario.get("min_users", DEFAULT_MIN_USERS))
+
+    @property
+    def version(self) -> str:
+        return self.namespace + self.scenario["agent_version"]
 
     def play(self) -> Tally:
+        self.api.set_min_users(self.min_users)
+        for item in self.scenario.get("seed", []):
+            user = item.get("user_id")
+            self.api.seed(item, user_id=self.namespace + user if user else None, agent_version=self.version)
         for session in self.scenario["sessions"]:
-            newly = self.play_session(session)
+            newly, served_keys = self.play_session(session)
             for key, users in newly.items():
                 self.taught.setdefault(key, set()).update(users)
+            for key in served_keys:
+                self.seen.setdefault(key, set()).add(session["user_id"])
+        self.tally.harm_served_after = max(self.harm_sessions.values(), default=0)
         return self.tally
 
-    def play_session(self, session: dict[str, Any]) -> dict[str, set[str]]:
+    def play_session(self, session: dict[str, Any]) -> tuple[dict[str, set[str]], set[str]]:
         user, sid = session["user_id"], self.namespace + session["session_id"]
         context: dict[str, Served] = {}
         newly: dict[str, set[str]] = {}
         last_request = None
+        failed = False
+        harmed_keys: set[str] = set()
         for turn in session["turns"]:
-            last_request = self.play_turn(user, sid, turn, context)
+            last_request, turn_failed, harmed = self.play_turn(user, sid, turn, context)
+            failed = failed or turn_failed
+            harmed_keys |= harmed
             if turn.get("feedback") or turn.get("expert"):
                 for key in turn.get("needs", []):
                     newly.setdefault(key, set()).add(user)
+        served_keys = {name for name in self.scenario["learnings"] if self.has(name, context.values())}
+        self._count_harm_sessions(served_keys, harmed_keys)
+        self.tally.sessions += 1
+        self.tally.failed_sessions += int(failed)
+        if self.scenario.get("report_outcomes"):
+            self._report(user, sid, "failure" if failed else "success")
         self.api.finish_session(user_id=self.namespace + user, session_id=sid, last_request_id=last_request)
-        return newly
+        return newly, served_keys
 
-    def play_turn(self, user: str, sid: str, turn: dict[str, Any], context: dict[str, Served]) -> str:
-        version = self.namespace + self.scenario["agent_version"]
+    def _count_harm_sessions(self, served_keys: set[str], harmed_keys: set[str]) -> None:
+        """A harms key served in a session after the first session it harmed counts once."""
+        for key in served_keys & set(self.harm_sessions):
+            self.harm_sessions[key] += 1
+        for key in harmed_keys:
+            self.harm_sessions.setdefault(key, 0)
+
+    def _report(self, user: str, sid: str, outcome: str) -> None:
+        problem = self.api.report_outcome(user_id=self.namespace + user, session_id=sid, outcome=outcome)
+        if problem is None:
+            self.tally.outcomes_reported += 1
+            return
+        self.tally.outcomes_not_reported += 1
+        if self.outcome_problem is None:
+            self.outcome_problem = problem
+            print(
+                f"warning: {self.scenario['name']}: session outcomes not reported: {problem}", file=sys.stderr
+            )
+
+    def play_turn(
+        self, user: str, sid: str, turn: dict[str, Any], context: dict[str, Served]
+    ) -> tuple[str, bool, set[str]]:
+        """Search, answer, publish; returns (request id, turn failed, harms keys it suffered)."""
         ns_user = self.namespace + user
-        served = self.api.search(query=turn["user"], user_id=ns_user, session_id=sid, agent_version=version)
+        served = self.api.search(
+            query=turn["user"], user_id=ns_user, session_id=sid, agent_version=self.version
+        )
         for item in served:
             context[f"{item.kind}:{item.learning_id}"] = item
         self.score(user, turn, served, list(context.values()))
         met = all(self.has(key, context.values()) for key in turn.get("needs", []))
+        harmed = {key for key in turn.get("harms", []) if self.has(key, context.values())}
+        stale = any(self.has(key, context.values()) for key in turn.get("forbids", []))
         self.trace.append(
             {
                 "session": sid,
                 "user": turn["user"],
                 "needs": turn.get("needs", []),
                 "met": met,
+                "harmed": sorted(harmed),
                 "served": [f"{s.kind}: {s.text}" for s in served],
             }
         )
-        answer = turn["agent_with"] if met else turn["agent_without"]
+        if harmed:
+            answer = turn.get("agent_harmed") or turn["agent_without"]
+        else:
+            answer = turn["agent_with"] if met else turn["agent_without"]
         agent: dict[str, Any] = {
             "role": "Agent",
             "content": answer,
@@ -181,9 +274,10 @@ class Player:
         if turn.get("feedback"):
             turns.append({"role": "User", "content": turn["feedback"]})
         self.tally.interactions += len(turns)
-        return self.api.publish(
-            user_id=ns_user, session_id=sid, agent_version=version, source=self.source, turns=turns
+        request_id = self.api.publish(
+            user_id=ns_user, session_id=sid, agent_version=self.version, source=self.source, turns=turns
         )
+        return request_id, (not met) or stale or bool(harmed), harmed
 
     def has(self, key_name: str, context: Any) -> bool:
         return any(matches(item, self.scenario["learnings"][key_name]) for item in context)
@@ -197,18 +291,9 @@ class Player:
         needs = [k for k in turn.get("needs", []) if k in keys]
         forbids = [k for k in turn.get("forbids", []) if k in keys]
         for name in needs:
-            key = keys[name]
-            audience = self.taught.get(name, set())
-            taught = bool(audience) if key["kind"] == "agent_playbook" else user in audience
-            missed = not any(matches(s, key) for s in context)
-            if not taught:
-                t.mistakes_first += int(missed)
-            elif key["kind"] == "agent_playbook":
-                t.agent_repeat_opportunities += 1
-                t.agent_repeat_misses += int(missed)
-            else:
-                t.repeat_opportunities += 1
-                t.repeat_misses += int(missed)
+            self._score_need(user, name, keys[name], missed=not any(matches(s, keys[name]) for s in context))
+        if any(matches(item, keys[k]) for k in turn.get("harms", []) if k in keys for item in context):
+            t.harmful_injections += 1
         for item in served:
             serves_need = any(matches(item, keys[k]) for k in needs)
             t.retrieved += 1
@@ -216,6 +301,35 @@ class Player:
             t.injected_chars += len(item.text)
             if not serves_need and any(matches(item, keys[k]) for k in forbids):
                 t.stale_injections += 1
+
+    def _score_need(self, user: str, name: str, key: dict[str, Any], *, missed: bool) -> None:
+        t = self.tally
+        agent_key = key["kind"] == "agent_playbook"
+        audience = self.taught.get(name, set())
+        taught = bool(audience) if agent_key else user in audience
+        if not taught:
+            t.mistakes_first += int(missed)
+        elif agent_key:
+            t.agent_repeat_opportunities += 1
+            t.agent_repeat_misses += int(missed)
+        else:
+            t.repeat_opportunities += 1
+            t.repeat_misses += int(missed)
+        if agent_key and user not in audience and len(audience) >= self.min_users:
+            t.transfer_opportunities += 1
+            t.transfer_hits += int(not missed)
+        seen = self.seen.get(name, set())
+        was_served = bool(seen) if agent_key else user in seen
+        if was_served and missed and name not in self._named_stale():
+            t.false_retirements += 1
+
+    def _named_stale(self) -> set[str]:
+        """Keys some turn of the scenario names in ``forbids`` or ``harms``."""
+        named: set[str] = set()
+        for session in self.scenario["sessions"]:
+            for turn in session["turns"]:
+                named.update(turn.get("forbids", []), turn.get("harms", []))
+        return named
 
 
 def load_scenarios(path: Path) -> list[dict[str, Any]]:
@@ -235,6 +349,8 @@ class SdkReflexio:
 
         self.client = ReflexioClient(api_key=api_key, url_endpoint=url)
         self._usage = org_usage
+        self._url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def search(self, *, query: str, user_id: str, session_id: str, agent_version: str) -> list[Served]:
         result = self.client.search(
@@ -267,13 +383,93 @@ class SdkReflexio:
         self.client.finalize_session(user_id=user_id, session_id=session_id)
         if last_request_id:
             _wait_done(self.client, last_request_id)
+        _wait_jobs(self.client, AGGREGATION_TASK)
 
     def llm_usage(self) -> tuple[int, int]:
         return self._usage() if self._usage else (0, 0)
 
+    def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None:
+        """Add a ``seed`` learning through the public API, as a team or an old system would."""
+        kind = item["kind"]
+        if kind == "profile":
+            self.client.add_user_profile(
+                [{"profile_id": "", "user_id": user_id or "", "content": item["content"],
+                  "last_modified_timestamp": int(time.time()), "generated_from_request_id": "seed"}]
+            )  # fmt: skip
+        elif kind == "user_playbook":
+            self.client.add_user_playbook(
+                [{"user_id": user_id, "agent_version": agent_version, "request_id": "seed",
+                  "content": item["content"], "trigger": item.get("trigger")}]
+            )  # fmt: skip
+        else:
+            self.client.add_agent_playbooks(
+                [{"agent_version": agent_version, "content": item["content"], "trigger": item.get("trigger"),
+                  "playbook_status": item.get("status", "pending")}]
+            )  # fmt: skip
+
+    def report_outcome(self, *, user_id: str, session_id: str, outcome: str) -> str | None:
+        """Send a session outcome; returns why it could not be, or None when it was recorded."""
+        import httpx
+
+        body = {
+            "session_id": session_id,
+            "user_id": user_id,
+            "outcome": outcome,
+            "occurred_at": int(time.time()),
+        }
+        response = httpx.post(
+            f"{self._url}/api/session_outcome", json=body, headers=self._headers, timeout=30
+        )
+        if response.status_code == 404 and response.json().get("detail", response.text) in (
+            "Not Found",
+            None,
+        ):
+            return "the server has no POST /api/session_outcome route (404 Not Found)"
+        if response.status_code >= 400:
+            return f"POST /api/session_outcome answered {response.status_code}: {response.text[:200]}"
+        return None
+
+    def set_min_users(self, min_users: int) -> None:
+        """Make the org generalise a lesson once ``min_users`` distinct users taught it."""
+        config = self.client.get_config().model_dump(mode="json")
+        extractor = config.get("user_playbook_extractor_config") or {}
+        aggregation = extractor.get("aggregation_config") or {}
+        if aggregation.get("min_users") == min_users:
+            return
+        if "min_users" not in aggregation:
+            if min_users == DEFAULT_MIN_USERS:  # an older server: its behaviour is the default
+                return
+            raise RuntimeError(
+                f"this server has no aggregation_config.min_users; cannot set it to {min_users}"
+            )
+        aggregation["min_users"] = min_users
+        self.client.set_config(config)
+
 
 def _rule_text(p: Any) -> str:
     return "\n".join(x for x in (p.trigger, p.content) if x)
+
+
+#: The scenario format's default for ``min_users``, which is also the server's.
+DEFAULT_MIN_USERS = 2
+
+#: The job task that turns user playbooks into agent playbooks (service.aggregation).
+AGGREGATION_TASK = "aggregate"
+
+
+def _wait_jobs(client: Any, task: str, timeout: float = 120.0) -> None:
+    """Wait until the org has no queued or running job of ``task`` (debounce included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = [
+            job
+            for status in ("queued", "running")
+            for job in client.list_jobs(status=status, task=task, limit=10).jobs
+        ]
+        if not busy:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{task} jobs did not finish within {timeout} s")
 
 
 def _wait_done(client: Any, request_id: str, timeout: float = 60.0) -> None:
@@ -306,6 +502,9 @@ def run(scenarios: Sequence[dict[str, Any]], api_for: Any, *, trace: bool = Fals
         after = api.llm_usage()
         tally.llm_calls, tally.llm_tokens = after[0] - before[0], after[1] - before[1]
         per[scenario["name"]] = tally.metrics()
+        per[scenario["name"]]["harm_served_after_by_key"] = dict(player.harm_sessions)
+        if player.outcome_problem:
+            per[scenario["name"]]["outcomes_problem"] = player.outcome_problem
         if trace:
             per[scenario["name"]]["trace"] = player.trace
         total.add(tally)
@@ -366,19 +565,23 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
 def _print(results: dict[str, Any]) -> None:
     cols = [
         "repeat_mistake_rate",
+        "agent_playbook_repeat_mistake_rate",
+        "transfer_rate",
         "stale_injections",
         "context_precision",
-        "tokens_injected_per_turn",
+        "harmful_injections",
+        "harm_served_after",
+        "false_retirements",
         "llm_calls_per_interaction",
     ]
     rows = [("overall", results["overall"]), *results["scenarios"].items()]
     width = max(len(name) for name, _ in rows)
-    print(f"{'scenario':<{width}}  " + "  ".join(f"{c:>24}" for c in cols))
+    print(f"{'scenario':<{width}}  " + "  ".join(f"{c[:14]:>14}" for c in cols))
     for name, m in rows:
         cells = [
             "-" if m[c] is None else (f"{m[c]:.3f}" if isinstance(m[c], float) else str(m[c])) for c in cols
         ]
-        print(f"{name:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
+        print(f"{name:<{width}}  " + "  ".join(f"{c:>14}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from reflexio import ranking
+from reflexio.learn.aggregate import CentralAggregator
 from reflexio.learn.llm_extract import is_agent, is_user
 from reflexio.llm import LLMCall, LLMResult, Usage
 
@@ -188,7 +189,7 @@ def rules_script() -> ScriptedLLM:
     the extraction schema; relations to known learnings and merge verdicts come from the rule
     judge (``RuleJudge``) when the module has one. The gate says yes when the rules find
     anything; session evaluation counts the user's reactions to the agent; query rewriting
-    returns the query unchanged.
+    returns the query unchanged; aggregation answers with the deterministic aggregator's rule.
     """
     rules = importlib.import_module("reflexio.learn.rules")
     proposer = rules.RuleProposer()
@@ -223,7 +224,25 @@ def rules_script() -> ScriptedLLM:
     script.on("gate", gate).on("extract", extract).on("merge", merge)
     script.on("evaluate_session", lambda inputs: _evaluate(inputs["turns"]))
     script.on("rewrite_query", lambda inputs: {"query": inputs["query"]})
+    script.on("aggregate", _aggregate)
     return script
+
+
+def _aggregate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The deterministic aggregator's rule for the cluster, in the aggregation schema."""
+    draft = CentralAggregator().aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
+    if draft is None:
+        return {"playbook": None}
+    return {
+        "playbook": {
+            "rationale": draft.rationale or "",
+            "trigger": draft.trigger or draft.content,
+            "content": draft.content,
+            "pitfall": draft.pitfall,
+            "blocking_issue": draft.blocking_issue,
+            "member_ids": list(draft.member_ids),
+        }
+    }
 
 
 def _nearest(proposal: Any, rows: Sequence[Any], limit: int = 5) -> list[Any]:

@@ -170,6 +170,13 @@ CASES = [
     _c("DELETE", "delete_all_user_playbooks"),
     _c("DELETE", "delete_all_agent_playbooks"),
     _c("POST", "search", body={"query": QUERY, **ALPHA_USER, "session_id": "alpha-sess", "threshold": 0.0}),
+    _c(
+        "POST",
+        "get_learning_provenance",
+        404,
+        body=lambda ids: {"kind": "user_playbook", "id": str(ids.user_playbook)},
+    ),
+    _c("POST", "get_learning_provenance", 404, body={"kind": "profile", "id": "alpha-prof"}, name="profile"),
     _c("POST", "set_config", body={"window_size": 20, "stride_size": 5}),
     _c(
         "POST",

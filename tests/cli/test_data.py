@@ -111,6 +111,20 @@ def test_agent_playbooks_review_decides_what_search_serves(cli: Cli) -> None:
     assert cli.json("agent-playbooks", "list", "--agent-version", version)["agent_playbooks"] == []
 
 
+def test_review_conflicts_name_the_current_state(cli: Cli) -> None:
+    version = f"v-{uuid.uuid4().hex[:6]}"
+    cli.json("agent-playbooks", "add", "--agent-version", version, "--content", "cite the refund policy")
+    pending = cli.json("agent-playbooks", "list", "--agent-version", version, "--status", "pending")
+    rule_id = str(pending["agent_playbooks"][0]["agent_playbook_id"])
+    cli.json("agent-playbooks", "approve", rule_id, "--note", "checked with legal", "--if-status", "pending")
+    late = cli("agent-playbooks", "reject", rule_id, "--if-status", "pending", "--json", ok=False)
+    body = json.loads(late.stdout)
+    assert body["error"] == "conflict" and "it is approved now" in body["detail"]
+    again = cli("agent-playbooks", "approve", rule_id, "--json", ok=False)
+    assert "already approved" in json.loads(again.stdout)["detail"]
+    assert cli.json("agent-playbooks", "reopen", rule_id)["playbook_status"] == "pending"
+
+
 def test_approving_a_missing_playbook_fails_with_not_found(cli: Cli) -> None:
     failed = cli("agent-playbooks", "approve", "987654", "--json", ok=False)
     assert failed.exit_code == 4

@@ -108,6 +108,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/upgrade_all_user_playbooks"): {"success": True},
     ("POST", "/api/downgrade_all_user_playbooks"): {"success": True},
     ("POST", "/api/run_playbook_aggregation"): {"success": True},
+    ("POST", "/api/get_learning_provenance"): {"kind": "profile", "id": "p1", "provenance_status": "exact"},
     ("GET", "/api/get_operation_status"): {"success": True, "operation_status": OPERATION},
     ("POST", "/api/get_agent_success_evaluation_results"): {
         "success": True,

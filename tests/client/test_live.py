@@ -161,6 +161,8 @@ async def _user_playbooks(c: Either, user: str, request_id: str) -> int:
     assert (await c.update_user_playbook(rule_id, content="ask for the budget and the weight limit")).success
     found = (await c.search_user_playbooks(query="laptop budget", user_id=user)).user_playbooks
     assert [r.content for r in found] == ["ask for the budget and the weight limit"]
+    origin = await c.get_learning_provenance("user_playbook", rule_id)
+    assert (origin.provenance_status, origin.trigger_request_id) == ("unavailable", request_id)
     return rule_id
 
 

@@ -11,7 +11,7 @@ from reflexio.llm import Role
 #: Sample values with characters that broke the original's str.format rendering (W30).
 TRICKY = 'JSON {"a": 1} and ${not_a_variable} and $5 and {braces}'
 
-EXPECTED = {"gate", "extract", "merge", "evaluate_session", "rewrite_query"}
+EXPECTED = {"gate", "extract", "merge", "evaluate_session", "rewrite_query", "aggregate"}
 
 
 def test_the_prompt_bank() -> None:

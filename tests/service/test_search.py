@@ -253,3 +253,19 @@ def test_backends_may_drop_what_ranking_drops_without_changing_an_answer(core: C
 
 
 WORDS = ["battery", "screen", "keyboard", "weight", "price", "ports", "warranty", "linux", "fans", "hinge"]
+
+
+def test_approval_required_serves_approved_agent_playbooks_only(core: Core) -> None:
+    from reflexio.models import SearchAgentPlaybookRequest
+
+    config = core.org_config("o").model_copy(update={"approval_required": True})
+    core.storage.put_org_config("o", config.model_dump(mode="json"))
+    core.forget_config("o")
+    asked_for_pending = ask(core, threshold=0.0, agent_playbook_status_filter=[PlaybookStatus.PENDING])
+    assert asked_for_pending.agent_playbooks == []
+    served = [v.content for v in ask(core, threshold=0.0).agent_playbooks]
+    assert served == ["Ask about the operating system before recommending a laptop"]
+    one_kind = search.search_agent_playbooks(
+        core, "o", SearchAgentPlaybookRequest(query="laptop", agent_version="v1", threshold=0.0)
+    )
+    assert [v.content for v in one_kind.agent_playbooks] == served

@@ -285,10 +285,32 @@ def add_agent_playbook(
     run(wants_json(as_json), action)
 
 
-def _review(playbook_id: int, decision: str, as_json: bool, url: str, api_key: str) -> None:
+Note = Annotated[str | None, typer.Option("--note", help="Why; kept in the history with who decided.")]
+IfStatus = Annotated[
+    str | None,
+    typer.Option(
+        "--if-status",
+        help="Only if it is still in this state (pending, approved, rejected): another reviewer's "
+        "decision in between is refused instead of overridden.",
+    ),
+]
+
+
+def _review(
+    playbook_id: int,
+    decision: str,
+    as_json: bool,
+    url: str,
+    api_key: str,
+    *,
+    note: str | None = None,
+    expected: str | None = None,
+) -> None:
     def action() -> Result:
         with client(url, api_key) as api:
-            response = api.update_agent_playbook_status(playbook_id, playbook_status=decision)
+            response = api.update_agent_playbook_status(
+                playbook_id, playbook_status=decision, expected_status=expected, note=note
+            )
         data = response.model_dump(mode="json") | {
             "agent_playbook_id": playbook_id,
             "playbook_status": decision,
@@ -303,18 +325,41 @@ PlaybookId = Annotated[int, typer.Argument(help="The agent playbook id.", min=1)
 
 @agent_playbooks.command("approve")
 def approve(
-    playbook_id: PlaybookId, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
+    playbook_id: PlaybookId,
+    note: Note = None,
+    if_status: IfStatus = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = "",
+    api_key: ApiKeyOpt = "",
 ) -> None:
     """Approve an agent playbook: search serves it, and re-aggregation never overwrites it."""
-    _review(playbook_id, "approved", as_json, url, api_key)
+    _review(playbook_id, "approved", as_json, url, api_key, note=note, expected=if_status)
 
 
 @agent_playbooks.command("reject")
 def reject(
-    playbook_id: PlaybookId, as_json: JsonOpt = False, url: UrlOpt = "", api_key: ApiKeyOpt = ""
+    playbook_id: PlaybookId,
+    note: Note = None,
+    if_status: IfStatus = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = "",
+    api_key: ApiKeyOpt = "",
 ) -> None:
-    """Reject an agent playbook: it leaves retrieval at once."""
-    _review(playbook_id, "rejected", as_json, url, api_key)
+    """Reject (or revoke) an agent playbook: it leaves retrieval at once, in every process."""
+    _review(playbook_id, "rejected", as_json, url, api_key, note=note, expected=if_status)
+
+
+@agent_playbooks.command("reopen")
+def reopen(
+    playbook_id: PlaybookId,
+    note: Note = None,
+    if_status: IfStatus = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = "",
+    api_key: ApiKeyOpt = "",
+) -> None:
+    """Put an approved or rejected agent playbook back in review (pending)."""
+    _review(playbook_id, "pending", as_json, url, api_key, note=note, expected=if_status)
 
 
 @agent_playbooks.command("delete")

@@ -15,7 +15,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from reflexio.client import _generation, _interactions, _playbooks, _profiles, _search, _system
+from reflexio.client import _generation, _interactions, _playbooks, _profiles, _provenance, _search, _system
 from reflexio.client._events import EventQuery, aiter_events, iter_events
 from reflexio.client._transport import Plan, client_options, run_async, run_sync
 from reflexio.config import ClientSettings
@@ -263,6 +263,7 @@ class ReflexioClient:
     upgrade_user_playbooks = _sync(_generation.upgrade_user_playbooks)
     downgrade_user_playbooks = _sync(_generation.downgrade_user_playbooks)
     run_playbook_aggregation = _sync(_generation.run_playbook_aggregation)
+    get_learning_provenance = _sync(_provenance.get_learning_provenance)
     get_operation_status = _sync(_generation.get_operation_status)
     get_agent_success_evaluation_results = _sync(_generation.get_agent_success_evaluation_results)
     get_retrieved_learning_evaluation_results = _sync(_generation.get_retrieved_learning_evaluation_results)
@@ -432,6 +433,7 @@ class AsyncReflexioClient:
     upgrade_user_playbooks = _async(_generation.upgrade_user_playbooks)
     downgrade_user_playbooks = _async(_generation.downgrade_user_playbooks)
     run_playbook_aggregation = _async(_generation.run_playbook_aggregation)
+    get_learning_provenance = _async(_provenance.get_learning_provenance)
     get_operation_status = _async(_generation.get_operation_status)
     get_agent_success_evaluation_results = _async(_generation.get_agent_success_evaluation_results)
     get_retrieved_learning_evaluation_results = _async(_generation.get_retrieved_learning_evaluation_results)

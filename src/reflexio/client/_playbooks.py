@@ -292,23 +292,32 @@ def update_agent_playbook(
 
 
 def update_agent_playbook_status(
-    agent_playbook_id: int, *, playbook_status: PlaybookStatus | str
+    agent_playbook_id: int,
+    *,
+    playbook_status: PlaybookStatus | str,
+    expected_status: PlaybookStatus | str | None = None,
+    note: str | None = None,
 ) -> Plan[UpdatePlaybookStatusResponse]:
     """Approve, reject or re-open an agent playbook: the review step that gates retrieval.
 
     Args:
         agent_playbook_id: The playbook to review.
         playbook_status: ``"approved"``, ``"rejected"`` or ``"pending"``.
+        expected_status: The state you decided from; if someone changed it meanwhile the
+            server refuses with a ``ConflictError`` naming the current state.
+        note: Why, kept in the playbook's history with who decided.
 
     Returns:
         Whether the review state changed.
 
     Raises:
         NotFoundError: No such playbook.
+        ConflictError: The decision is not allowed from the current state (approving an
+            approved playbook, deciding on a deleted one) or the state moved.
     """
-    req = UpdatePlaybookStatusRequest.model_validate(
-        {"agent_playbook_id": agent_playbook_id, "playbook_status": playbook_status}
-    )
+    fields = {"agent_playbook_id": agent_playbook_id, "playbook_status": playbook_status}
+    extra = {"expected_status": expected_status, "note": note}
+    req = UpdatePlaybookStatusRequest.model_validate({**fields, **{k: v for k, v in extra.items() if v}})
     return single(
         Call(
             "PUT", "/api/update_agent_playbook_status", parse_as(UpdatePlaybookStatusResponse), json=dump(req)

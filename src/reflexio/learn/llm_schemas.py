@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field
 from reflexio.models.entities import BlockingIssueKind
 
 __all__ = [
+    "AggregateOutput",
+    "AggregatedPlaybook",
     "BlockingIssueItem",
     "ExtractOutput",
     "GateOutput",
@@ -112,3 +114,24 @@ class RewriteOutput(BaseModel):
     """A standalone search query (validated further by ``learn.reformulate``)."""
 
     query: str = Field(min_length=1, max_length=500)
+
+
+class AggregatedPlaybook(BaseModel):
+    """One agent-wide rule generalised from a cluster of users' playbooks.
+
+    ``member_ids`` cites the user playbooks it generalises (numbers shown in the prompt);
+    members it leaves out (a minority that says something else) are simply not cited.
+    """
+
+    rationale: str = ""
+    trigger: str = Field(min_length=1, max_length=1000)
+    content: str = Field(min_length=1, max_length=4000)
+    pitfall: str | None = None
+    blocking_issue: BlockingIssueItem | None = None
+    member_ids: list[int] = Field(min_length=1)
+
+
+class AggregateOutput(BaseModel):
+    """The cluster's generalised rule, or null when its members share no rule for everyone."""
+
+    playbook: AggregatedPlaybook | None = None

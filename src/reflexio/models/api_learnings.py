@@ -248,10 +248,17 @@ class GetAgentPlaybooksViewResponse(BaseModel):
 
 
 class UpdatePlaybookStatusRequest(BaseModel):
-    """Approve, reject or re-open an agent playbook."""
+    """Approve, reject or re-open an agent playbook.
+
+    Additions: ``expected_status`` is the state the reviewer acted on (a different current
+    state is a 409, so of two concurrent decisions one wins); ``note`` is kept in the audit
+    history with who decided.
+    """
 
     agent_playbook_id: int = Field(gt=0)
     playbook_status: PlaybookStatus
+    expected_status: PlaybookStatus | None = None
+    note: str | None = Field(default=None, max_length=4_000)
 
 
 class UpdatePlaybookStatusResponse(BaseModel):
@@ -270,6 +277,8 @@ class UpdateAgentPlaybookRequest(BaseModel):
     trigger: str | None = None
     rationale: str | None = None
     playbook_status: PlaybookStatus | None = None
+    expected_status: PlaybookStatus | None = None  # addition: see UpdatePlaybookStatusRequest
+    note: str | None = Field(default=None, max_length=4_000)  # addition: kept in the history
 
 
 class UpdateAgentPlaybookResponse(BaseModel):

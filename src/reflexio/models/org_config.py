@@ -7,7 +7,8 @@ unknown keys at every level; :meth:`Config.from_stored` is the lenient loader fo
 written by other versions. Reads go out through :meth:`Config.masked`, and writes come back
 through :meth:`Config.merge_update`, which restores the secrets a round trip carried masked.
 
-Our additions are marked as such: ``session_idle_seconds`` and ``search_threshold``.
+Our additions are marked as such: ``session_idle_seconds``, ``search_threshold`` and
+``approval_required``.
 """
 
 from __future__ import annotations
@@ -590,6 +591,9 @@ class Config(_Strict):
     session_idle_seconds: int = Field(default=600, gt=0)
     # Minimum relevance for a search hit; None = the embedder's calibrated default.
     search_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    # Nothing is served to every user without a human approving it: search serves approved
+    # agent playbooks only, whatever the request's agent_playbook_status_filter asks.
+    approval_required: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -9,8 +9,8 @@ every non-tombstone state, ``get_agent_playbooks`` shows the current version in 
 
 from __future__ import annotations
 
-from reflexio.errors import NotFoundError
 from reflexio.filters import ACTIVE_STATUSES, LearningFilter
+from reflexio.learn.review import Action, ReviewState
 from reflexio.models import (
     AddAgentPlaybookRequest,
     AddAgentPlaybookResponse,
@@ -36,7 +36,7 @@ from reflexio.models import (
     UpdateUserPlaybookResponse,
 )
 from reflexio.records import Approval, LearningKind, LearningStatus
-from reflexio.service import views
+from reflexio.service import review, views
 from reflexio.service.core import Core
 from reflexio.service.learning_access import (
     audit,
@@ -47,7 +47,6 @@ from reflexio.service.learning_access import (
     statuses_or,
     text_changes,
 )
-from reflexio.storage import Storage
 
 __all__ = [
     "add_agent_playbooks",
@@ -183,25 +182,33 @@ def get_agent_playbooks(
 def update_agent_playbook(
     core: Core, org_id: str, req: UpdateAgentPlaybookRequest, *, actor: str = "api"
 ) -> UpdateAgentPlaybookResponse:
-    """Edit an agent playbook's text and/or review state in one transaction.
+    """Rewrite an agent playbook's text and/or decide on it, each checked by its review state.
 
-    Text is saved (re-embedding the row); a review state change is recorded as its own
-    history event, exactly as ``update_agent_playbook_status`` records it.
+    A rewrite keeps the old text in the history; a review state change is recorded as its own
+    event, exactly as ``update_agent_playbook_status`` records it.
 
     Raises:
         NotFoundError: No such agent playbook in the caller's org.
+        IllegalTransition: The state does not allow it (HTTP 409 naming the state).
     """
     what = f"agent playbook {req.agent_playbook_id}"
-    where = LearningFilter(kinds=(AGENT,), ids=(req.agent_playbook_id,))
     changes = text_changes(
         playbook_name=req.playbook_name, content=req.content, trigger=req.trigger, rationale=req.rationale
     )
-    with core.storage.transaction() as tx:
-        row = find_one(tx, org_id, where, what)
-        if changes:
-            tx.save_learnings([row.copy(**changes)], audit(actor, "edited through the API"))
-        if req.playbook_status is not None:
-            _review(tx, org_id, where, req.playbook_status, actor)
+    expected = _state(req.expected_status)
+    if changes:
+        review.review(
+            core, org_id, req.agent_playbook_id, Action.REWRITE,
+            actor=actor, note=req.note, expected=expected, text=changes,
+        )  # fmt: skip
+        expected = None  # the rewrite kept the state; the decision below is checked afresh
+    if req.playbook_status is not None:
+        decide = review.ACTION_OF_STATUS[PlaybookStatus(req.playbook_status)]
+        review.review(
+            core, org_id, req.agent_playbook_id, decide, actor=actor, note=req.note, expected=expected
+        )
+    if not changes and req.playbook_status is None:
+        review.current_state(core.storage, org_id, req.agent_playbook_id)  # 404 for a missing id
     changed = bool(changes) or req.playbook_status is not None
     return UpdateAgentPlaybookResponse(
         success=True, msg=f"Updated {what}" if changed else "Nothing to update"
@@ -215,30 +222,28 @@ def update_agent_playbook_status(
 
     Raises:
         NotFoundError: No such agent playbook in the caller's org.
+        IllegalTransition: The state does not allow it, or changed since ``expected_status``
+            (HTTP 409 naming the current state).
     """
     what = f"agent playbook {req.agent_playbook_id}"
-    where = LearningFilter(kinds=(AGENT,), ids=(req.agent_playbook_id,))
-    if not _review(core.storage, org_id, where, req.playbook_status, actor):
-        raise NotFoundError(f"{what} not found")
-    status = PlaybookStatus(req.playbook_status).value
-    return UpdatePlaybookStatusResponse(success=True, msg=f"Set {what} to {status}")
+    action = review.ACTION_OF_STATUS[PlaybookStatus(req.playbook_status)]
+    state = review.review(
+        core, org_id, req.agent_playbook_id, action,
+        actor=actor, note=req.note, expected=_state(req.expected_status),
+    )  # fmt: skip
+    return UpdatePlaybookStatusResponse(success=True, msg=f"Set {what} to {state.value}")
 
 
-def _review(
-    storage: Storage, org_id: str, where: LearningFilter, status: PlaybookStatus, actor: str
-) -> list[int]:
-    decision = PlaybookStatus(status).value
-    return storage.update_learnings(
-        org_id, where, {"approval": Approval(decision)}, audit(actor, f"review decision: {decision}")
-    )
+def _state(status: PlaybookStatus | None) -> ReviewState | None:
+    return None if status is None else ReviewState(PlaybookStatus(status).value)
 
 
 def delete_agent_playbook(
     core: Core, org_id: str, req: DeleteAgentPlaybookRequest, *, actor: str = "api"
 ) -> DeleteAgentPlaybookResponse:
-    """Delete one agent playbook (404 when it does not exist)."""
+    """Delete one agent playbook: 404 when it never existed, 409 when it is already deleted."""
     what = f"agent playbook {req.agent_playbook_id}"
-    delete_one(core, org_id, LearningFilter(kinds=(AGENT,), ids=(req.agent_playbook_id,)), what, actor)
+    review.review(core, org_id, req.agent_playbook_id, Action.DELETE, actor=actor)
     return DeleteAgentPlaybookResponse(success=True, message=f"Deleted {what}")
 
 

@@ -212,8 +212,23 @@ def _approvals(statuses: Sequence[PlaybookStatus] | PlaybookStatus | None) -> tu
     )
 
 
-def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, LearningFilter]]:
-    """One filter per requested kind (profiles need a user; rejected rules are never served)."""
+def _served_approvals(
+    core: Core, org_id: str, statuses: Sequence[PlaybookStatus] | PlaybookStatus | None
+) -> tuple[Approval, ...]:
+    """The approvals a search may serve: as asked, approved only when the org requires approval."""
+    approvals = _approvals(statuses)
+    if core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE).approval_required:
+        return tuple(a for a in approvals if a is Approval.APPROVED)
+    return approvals
+
+
+def unified_filters(
+    req: UnifiedSearchRequest, at: int, approvals: tuple[Approval, ...] | None = None
+) -> list[tuple[str, LearningFilter]]:
+    """One filter per requested kind (profiles need a user; rejected rules are never served).
+
+    ``approvals`` overrides the request's agent playbook status filter (``approval_required``).
+    """
     wanted: list[str] = list(req.entity_types or _KIND_OF_ENTITY)
     tags = tuple(req.tags) if req.tags else None
     current = (LearningStatus.CURRENT,)
@@ -248,7 +263,8 @@ def unified_filters(req: UnifiedSearchRequest, at: int) -> list[tuple[str, Learn
             )
         )
     if "agent_playbooks" in wanted:
-        approvals = _approvals(req.agent_playbook_status_filter)
+        if approvals is None:
+            approvals = _approvals(req.agent_playbook_status_filter)
         if approvals:
             out.append(
                 (
@@ -276,7 +292,9 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
 
 
 def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
-    named = unified_filters(req, int(now()))
+    named = unified_filters(
+        req, int(now()), _served_approvals(core, org_id, req.agent_playbook_status_filter)
+    )
     exclude: frozenset[tuple[str, str]] = frozenset()
     if req.session_id and not req.include_already_served:
         exclude = frozenset(core.storage.list_exposures(org_id, req.session_id))
@@ -397,7 +415,7 @@ def search_agent_playbooks(
         agent_version=req.agent_version or None,
         playbook_name=req.playbook_name or None,
         statuses=views.learning_statuses(req.status_filter) or (LearningStatus.CURRENT,),
-        approvals=_approvals(req.playbook_status_filter),
+        approvals=_served_approvals(core, org_id, req.playbook_status_filter),
         tags=tuple(req.tags) if req.tags else None,
         created_after=views.epoch(req.start_time),
         created_before=views.epoch(req.end_time),

@@ -1,0 +1,121 @@
+"""Review of agent playbooks: approve, reject, reopen, rewrite and delete, audited and race-safe.
+
+Every action is checked against the playbook's state by ``learn.review`` before anything is
+written, so an action that makes no sense (rewriting a deleted playbook, approving an approved
+one) is a 409 naming the current state. Decisions are written as a compare-and-set on the
+approval column — the row changes only if it is still in the state the decision was made
+from — so of two reviewers deciding at once exactly one wins on every backend; the other gets
+a 409 saying what the winner decided. Each action is a history event naming who (the API key,
+or ``local``) and the reviewer's note.
+
+A rejection is a committed column change that search filters on before ranking, so the next
+search in any process no longer serves the playbook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reflexio.errors import NotFoundError
+from reflexio.filters import LearningFilter
+from reflexio.learn.review import Action, IllegalTransition, ReviewState, approval_of, state_of, step
+from reflexio.models import PlaybookStatus
+from reflexio.records import Audit, Learning, LearningKind
+from reflexio.service.core import Core
+from reflexio.storage import Storage
+
+__all__ = ["ACTION_OF_STATUS", "current_state", "review"]
+
+AGENT = LearningKind.AGENT_PLAYBOOK
+
+#: The review action a wire ``playbook_status`` asks for.
+ACTION_OF_STATUS = {
+    PlaybookStatus.APPROVED: Action.APPROVE,
+    PlaybookStatus.REJECTED: Action.REJECT,
+    PlaybookStatus.PENDING: Action.REOPEN,
+}
+
+
+def current_state(storage: Storage, org_id: str, playbook_id: int) -> tuple[Learning | None, ReviewState]:
+    """The playbook's row (None once deleted) and its review state.
+
+    Raises:
+        NotFoundError: No agent playbook with this id ever existed in the org.
+    """
+    rows = storage.get_learnings(org_id, LearningFilter(kinds=(AGENT,), ids=(playbook_id,)))
+    if rows:
+        return rows[0], state_of(rows[0].approval, rows[0].status)
+    history = storage.list_events(org_id, learning_ids=[playbook_id], kinds=[AGENT.value], limit=1)
+    if history and history[0].event == "deleted":
+        return None, ReviewState.DELETED
+    raise NotFoundError(f"agent playbook {playbook_id} not found")
+
+
+def review(
+    core: Core,
+    org_id: str,
+    playbook_id: int,
+    action: Action,
+    *,
+    actor: str,
+    note: str | None = None,
+    expected: ReviewState | None = None,
+    text: dict[str, Any] | None = None,
+) -> ReviewState:
+    """Apply a reviewer's action; returns the playbook's new state.
+
+    Args:
+        core: The process core.
+        org_id: The caller's org.
+        playbook_id: The agent playbook.
+        action: What the reviewer does.
+        actor: Who (``key:<prefix>`` or ``local``), recorded in the history.
+        note: Why, recorded in the history.
+        expected: The state the reviewer acted on; a different one is a 409.
+        text: For ``rewrite``: the fields to change (content, trigger, rationale, name).
+
+    Raises:
+        NotFoundError: No such agent playbook in the org.
+        IllegalTransition: The action is not allowed from the current state, or the state
+            changed since the reviewer saw it (HTTP 409 naming the current state).
+    """
+    with core.storage.transaction() as tx:
+        row, current = current_state(tx, org_id, playbook_id)
+        done = step(playbook_id, current, action, expected=expected)
+        audit = Audit(actor=actor, reason=_reason(action, note))
+        if row is None:  # only a deleted playbook has no row, and nothing is legal from there
+            raise IllegalTransition(playbook_id, action, current, "it was deleted")
+        if action is Action.REWRITE:
+            if text:
+                tx.save_learnings([row.copy(**text)], audit)
+            return done.after
+        where = LearningFilter(
+            kinds=(AGENT,),
+            ids=(playbook_id,),
+            statuses=(row.status,),
+            approvals=(row.approval,) if row.approval is not None else None,
+        )
+        if action is Action.DELETE:
+            changed = tx.delete_learnings(org_id, where, audit)
+        else:
+            changed = len(tx.update_learnings(org_id, where, {"approval": approval_of(done.after)}, audit))
+    if not changed:  # another reviewer changed the row between our read and our write
+        _, now_state = current_state(core.storage, org_id, playbook_id)
+        reason = f"it is {now_state.value} now (someone else changed it first)"
+        raise IllegalTransition(playbook_id, action, now_state, reason)
+    return done.after
+
+
+_DONE = {
+    Action.APPROVE: "approved",
+    Action.REJECT: "rejected",
+    Action.REOPEN: "reopened for review",
+    Action.REWRITE: "rewritten",
+    Action.DELETE: "deleted",
+}
+
+
+def _reason(action: Action, note: str | None) -> str:
+    """The history's why: the action, and the reviewer's note when given."""
+    said = f"{_DONE[action]} by a reviewer"
+    return f"{said}: {note}" if note else said

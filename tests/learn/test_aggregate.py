@@ -1,0 +1,143 @@
+"""The two aggregators: deterministic (no provider) and one validated LLM call per cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reflexio.learn.aggregate import CentralAggregator, Evidence, LLMAggregator, directions, render_members
+from reflexio.llm import LLMOutputError
+from reflexio.testing import ScriptedLLM, ScriptError, rules_script
+
+
+def _vec(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+REFUND = [
+    Evidence(
+        1,
+        "ann",
+        "Ask for the order number before issuing a refund.",
+        "When a customer asks for a refund",
+        vector=_vec(1, 0.1, 0),
+    ),
+    Evidence(
+        2,
+        "bob",
+        "Confirm the order number with the customer before refunding.",
+        "When the customer wants a refund for a purchase",
+        rationale="Refunded the wrong order.",
+        vector=_vec(1, 0, 0),
+    ),
+    Evidence(
+        3,
+        "cid",
+        "Check the order number before refunding anything.",
+        "When someone asks for money back",
+        pitfall="The wrong purchase gets refunded.",
+        vector=_vec(1, 0, 0.1),
+    ),
+    Evidence(
+        4,
+        "ann",
+        "Never offer store credit instead of refunds.",
+        "When a customer asks for a refund",
+        vector=_vec(0.7, 0.7, 0),
+    ),
+]
+
+
+def test_directions_split_members_that_say_different_things() -> None:
+    groups = directions(REFUND, 0.6)
+    assert [[m.id for m in g] for g in groups] == [[1, 2, 3], [4]]
+
+
+def test_central_aggregator_writes_the_majority_rule_from_its_central_member() -> None:
+    draft = CentralAggregator().aggregate(REFUND, min_users=2)
+    assert draft is not None
+    assert draft.content == "Confirm the order number with the customer before refunding."
+    assert draft.member_ids == (1, 2, 3)
+    assert draft.trigger is not None and "refund" in draft.trigger
+    assert draft.rationale == "Refunded the wrong order. Taught independently by 3 users (3 user playbooks)."
+    assert draft.pitfall == "The wrong purchase gets refunded."
+    assert draft.blocking_issue is None
+
+
+def test_central_aggregator_needs_min_users_behind_the_majority() -> None:
+    assert CentralAggregator().aggregate(REFUND, min_users=4) is None
+    assert CentralAggregator().aggregate([], min_users=1) is None
+
+
+def test_central_aggregator_without_vectors_uses_shared_words() -> None:
+    plain = [Evidence(m.id, m.user_id, m.content, m.trigger) for m in REFUND[:3]]
+    draft = CentralAggregator().aggregate(plain, min_users=2)
+    assert draft is not None and draft.member_ids == (1, 2, 3)
+
+
+def test_blocking_issue_kept_only_when_every_member_shares_its_kind() -> None:
+    issue = {"kind": "missing_tool", "details": "no refund tool"}
+    same = [Evidence(i, f"u{i}", "Escalate refunds to a human.", blocking_issue=issue) for i in (1, 2)]
+    draft = CentralAggregator().aggregate(same, min_users=2)
+    assert draft is not None and draft.blocking_issue == issue
+    mixed = [same[0], Evidence(3, "u3", "Escalate refunds to a human.")]
+    draft = CentralAggregator().aggregate(mixed, min_users=2)
+    assert draft is not None and draft.blocking_issue is None
+
+
+def test_prompt_shows_members_by_number_and_anonymous_author() -> None:
+    text = render_members(REFUND)
+    assert "[1] (user A)" in text and "[2] (user B)" in text and "[4] (user A)" in text
+    assert "ann" not in text and "Rationale: Refunded the wrong order." in text
+
+
+def _answer(member_ids: list[int], **extra: object) -> dict[str, object]:
+    return {
+        "playbook": {
+            "rationale": "Several customers were refunded on the wrong order.",
+            "trigger": "A customer asks for a refund",
+            "content": "Ask for the order number before issuing any refund.",
+            "member_ids": member_ids,
+            **extra,
+        }
+    }
+
+
+def test_llm_aggregator_makes_one_validated_call_citing_members() -> None:
+    llm = ScriptedLLM().on("aggregate", _answer([1, 2, 3]))
+    draft = LLMAggregator(llm, agent_context="a shop's support agent").aggregate(REFUND, min_users=2)
+    assert draft is not None and draft.member_ids == (1, 2, 3)
+    assert draft.content == "Ask for the order number before issuing any refund."
+    [call] = llm.calls_to("aggregate")
+    assert call.call.version == "1.0.0" and call.inputs["user_count"] == 3
+    assert "a shop's support agent" in call.call.messages[0]["content"]
+
+
+def test_llm_citations_outside_the_cluster_are_dropped_and_the_gate_rechecked() -> None:
+    llm = ScriptedLLM().on("aggregate", _answer([1, 99]))
+    assert LLMAggregator(llm).aggregate(REFUND, min_users=2) is None  # only ann is left
+    llm = ScriptedLLM().on("aggregate", _answer([1, 2, 99]))
+    draft = LLMAggregator(llm).aggregate(REFUND, min_users=2)
+    assert draft is not None and draft.member_ids == (1, 2)
+
+
+def test_llm_null_answer_means_no_rule_for_everyone() -> None:
+    llm = ScriptedLLM().on("aggregate", {"playbook": None})
+    assert LLMAggregator(llm).aggregate(REFUND, min_users=2) is None
+
+
+def test_an_answer_outside_the_schema_is_refused_like_a_live_one() -> None:
+    llm = ScriptedLLM().on("aggregate", {"playbook": {"trigger": "x", "content": "", "member_ids": [1]}})
+    with pytest.raises(ScriptError, match="does not fit AggregateOutput"):
+        LLMAggregator(llm).aggregate(REFUND, min_users=2)
+    llm = ScriptedLLM().on("aggregate", LLMOutputError("no JSON"))
+    with pytest.raises(LLMOutputError):
+        LLMAggregator(llm).aggregate(REFUND, min_users=2)
+
+
+def test_rules_script_aggregates_like_the_deterministic_aggregator() -> None:
+    draft = LLMAggregator(rules_script()).aggregate(REFUND, min_users=2)
+    central = CentralAggregator().aggregate(REFUND, min_users=2)
+    assert draft is not None and central is not None
+    assert (draft.content, draft.member_ids) == (central.content, central.member_ids)
