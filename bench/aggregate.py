@@ -50,7 +50,7 @@ def vectors_of(rows: Sequence[Row], embedder: Embedder) -> np.ndarray:
     digest = hashlib.sha256("\n\x00".join(r.text for r in rows).encode()).hexdigest()[:16]
     path = CACHE / f"{embedder.name.replace('/', '_')}-{digest}.npy"
     if path.exists():
-        return np.load(path)
+        return np.asarray(np.load(path), dtype=np.float32)
     vectors = np.asarray(embedder.embed([r.text for r in rows], kind="document"), dtype=np.float32)
     CACHE.mkdir(parents=True, exist_ok=True)
     np.save(path, vectors)
@@ -109,7 +109,7 @@ def sweep(rows: Sequence[Row], vectors: np.ndarray) -> list[dict[str, Any]]:
     for method in ("agglomerative", "hdbscan"):
         for similarity in SIMILARITIES:
             started = time.perf_counter()
-            clusters = regroup([], members, similarity, method=method).clusters  # type: ignore[arg-type]
+            clusters = regroup([], members, similarity, method=method).clusters
             seconds = time.perf_counter() - started
             out.append(
                 {

@@ -70,7 +70,10 @@ def body(i: int, turns: int) -> dict[str, Any]:
 def percentiles(values: Sequence[float]) -> dict[str, float]:
     """p50/p95/p99/mean of milliseconds."""
     ordered = sorted(values)
-    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
     return {
         "p50": round(at(0.50), 3),
         "p95": round(at(0.95), 3),

@@ -175,7 +175,7 @@ class Player:
 
     @property
     def version(self) -> str:
-        return self.namespace + self.scenario["agent_version"]
+        return self.namespace + str(self.scenario["agent_version"])
 
     def play(self) -> Tally:
         self.api.set_min_users(self.min_users)

@@ -254,7 +254,7 @@ def measure(
     if backend == "memory":
         seeded_s = seed(core, n, layout, cache)
     timed = TimedStorage(core.storage)
-    core.storage = timed  # type: ignore[assignment]
+    core.storage = timed
     # Distinct queries (user, agent version, text) throughout: nothing is timed twice.
     queries = corpus.queries(n, layout, count=WARMUP + 2 * repeat)
     embed = time_embedding(core, queries)
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
-    report = {
+    report: dict[str, Any] = {
         "benchmark": "search",
         "commit": commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -17,16 +17,17 @@ Search what was learned before answering, publish what happened after::
         ],
     )
 
-Importing this package loads nothing: each public name is imported on first use (PEP 562),
-so ``import reflexio.config`` or a Claude Code hook starts in milliseconds, and ``from reflexio
-import ReflexioClient`` loads only the client, the wire models and the errors (httpx and
-pydantic). The server lives in subpackages that are imported on demand.
+Importing this package loads nothing but its names: the client, the wire models and the
+errors are imported on first use (httpx and pydantic only); the server lives in subpackages
+that are imported on demand.
 """
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from reflexio._version import __version__
 
 if TYPE_CHECKING:
     from reflexio.client import (
@@ -48,12 +49,17 @@ if TYPE_CHECKING:
     from reflexio.models import (
         AgentPlaybook,
         AgentPlaybookView,
+        APIKeyConfig,
         Citation,
         Config,
         ConversationTurn,
+        GetAgentPlaybooksRequest,
+        Interaction,
         InteractionData,
         InteractionView,
+        PlaybookConfig,
         PlaybookStatus,
+        ProfileExtractorConfig,
         ProfileTimeToLive,
         ProfileView,
         PromptBlock,
@@ -61,18 +67,23 @@ if TYPE_CHECKING:
         PublishUserInteractionResponse,
         RetrievedLearning,
         SearchMode,
+        SearchUserProfileRequest,
+        SetConfigRequest,
         Status,
         ToolUsed,
         UnifiedSearchRequest,
         UnifiedSearchViewResponse,
         UserActionType,
         UserPlaybook,
+        UserPlaybookExtractorConfig,
         UserPlaybookView,
         UserProfile,
     )
 
-#: Where each public name lives; ``__getattr__`` imports it from there on first use.
-_SOURCES: dict[str, str] = {
+#: Where each public name lives. Importing ``reflexio`` loads none of them: the first use of a
+#: name imports its module (PEP 562), so ``import reflexio.cli`` or ``reflexio --help`` never
+#: pay for the client and the wire models they do not need.
+_HOMES: dict[str, str] = {
     "AsyncReflexioClient": "reflexio.client",
     "ReflexioClient": "reflexio.client",
     "AuthenticationError": "reflexio.errors",
@@ -102,6 +113,14 @@ _SOURCES: dict[str, str] = {
     "SearchMode": "reflexio.models",
     "Status": "reflexio.models",
     "ToolUsed": "reflexio.models",
+    "APIKeyConfig": "reflexio.models",
+    "GetAgentPlaybooksRequest": "reflexio.models",
+    "Interaction": "reflexio.models",
+    "PlaybookConfig": "reflexio.models",
+    "ProfileExtractorConfig": "reflexio.models",
+    "SearchUserProfileRequest": "reflexio.models",
+    "SetConfigRequest": "reflexio.models",
+    "UserPlaybookExtractorConfig": "reflexio.models",
     "UnifiedSearchRequest": "reflexio.models",
     "UnifiedSearchViewResponse": "reflexio.models",
     "UserActionType": "reflexio.models",
@@ -110,7 +129,22 @@ _SOURCES: dict[str, str] = {
     "UserProfile": "reflexio.models",
 }
 
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'reflexio' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
+    "APIKeyConfig",
     "AgentPlaybook",
     "AgentPlaybookView",
     "AsyncReflexioClient",
@@ -120,12 +154,16 @@ __all__ = [
     "Config",
     "ConflictError",
     "ConversationTurn",
+    "GetAgentPlaybooksRequest",
+    "Interaction",
     "InteractionData",
     "InteractionView",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "PlaybookConfig",
     "PlaybookStatus",
+    "ProfileExtractorConfig",
     "ProfileTimeToLive",
     "ProfileView",
     "PromptBlock",
@@ -135,7 +173,9 @@ __all__ = [
     "ReflexioError",
     "RetrievedLearning",
     "SearchMode",
+    "SearchUserProfileRequest",
     "ServiceUnavailableError",
+    "SetConfigRequest",
     "Status",
     "StorageError",
     "ToolUsed",
@@ -143,33 +183,9 @@ __all__ = [
     "UnifiedSearchViewResponse",
     "UserActionType",
     "UserPlaybook",
+    "UserPlaybookExtractorConfig",
     "UserPlaybookView",
     "UserProfile",
     "ValidationError",
     "__version__",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use and keep it (module ``__getattr__``, PEP 562)."""
-    if name == "__version__":
-        value: Any = _installed_version()
-    elif name in _SOURCES:
-        value = getattr(importlib.import_module(_SOURCES[name]), name)
-    else:
-        raise AttributeError(f"module 'reflexio' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
-def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("reflexio")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"

@@ -9,6 +9,7 @@ in the org ``Config`` stored with the data (``reflexio.models.org_config``).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -19,10 +20,12 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_ORG_ID",
     "DEFAULT_PORT",
+    "LITELLM_MISSING",
     "ClaudeCodeSettings",
     "ClientSettings",
     "Settings",
     "litellm_callbacks",
+    "litellm_installed",
     "load_litellm",
 ]
 
@@ -160,6 +163,11 @@ class Settings:
         """Folder for pid and log files of background services."""
         return self.home / "run"
 
+    @property
+    def workers_ready_file(self) -> Path:
+        """Written by the server on this port once its job workers claim jobs (learning can start)."""
+        return self.run_dir / f"workers-{self.port}.ready"
+
     def provider_keys(self) -> dict[str, str]:
         """LLM provider credentials present in the environment, by variable name."""
         names = (
@@ -232,6 +240,21 @@ class ClaudeCodeSettings:
         return self.home / "claude-code"
 
 
+#: What to do when an LLM is configured but LiteLLM is not installed (said the same everywhere).
+LITELLM_MISSING = (
+    "an LLM provider is configured but LiteLLM is not installed on this server: install it with "
+    "`pip install 'reflexio[llm]'` (./scripts/serve does) and restart the server"
+)
+
+
+def litellm_installed() -> bool:
+    """Whether LiteLLM can be imported here, without importing it (that takes seconds)."""
+    try:
+        return importlib.util.find_spec("litellm") is not None
+    except (ImportError, ValueError):  # a blocked import (sys.modules entry set to None)
+        return False
+
+
 def bool_env(name: str, default: bool = False) -> bool:
     """Read one boolean flag from the process environment (used by scripts and benches)."""
     return _bool(os.environ, name, default)
@@ -250,7 +273,10 @@ def load_litellm() -> Any:
         ImportError: litellm is not installed (the ``llm`` extra).
     """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    try:
+        import litellm
+    except ImportError as exc:
+        raise ImportError(f"{LITELLM_MISSING} ({exc})", name=exc.name) from exc
 
     litellm.suppress_debug_info = True
     callbacks = litellm_callbacks(os.environ)

@@ -54,12 +54,35 @@ class PromptItem:
         return self.kind == "profile"
 
 
+#: First words of a trigger that already states its situation ("When a fix is reported as
+#: done", "Before restarting a server", "In conversations with this user"): such a trigger is
+#: rendered as written, where a bare one ("the user asks for a laptop") gets "When" in front.
+_SITUATION_OPENERS: Final = frozenset(
+    {"when", "whenever", "if", "before", "after", "while", "during", "once", "unless", "until",
+     "for", "on", "in", "at", "upon", "as"}
+)  # fmt: skip
+
+
 def rule_line(trigger: str | None, content: str) -> str:
-    """Render a playbook as one line: ``When <trigger>: <content>``, or its content alone."""
+    """Render a playbook as one line: ``When <trigger>: <content>``, or its content alone.
+
+    Triggers come both as bare situations and as clauses that open with their own "When",
+    "Before", "If"... (the extraction prompt asks for the latter, the rule extractor writes
+    "When the user asks: ..."); only the bare ones get the "When" prefix, so no line reads
+    "When When ...".
+    """
     trigger_text, content_text = _one_line(trigger or ""), _one_line(content)
     if trigger_text and content_text:
-        return f"When {trigger_text}: {content_text}"
+        return f"{_situation(trigger_text)}: {content_text}"
     return content_text or trigger_text
+
+
+def _situation(trigger: str) -> str:
+    """A trigger as a clause that starts a sentence: ``When <trigger>`` unless it opens one itself."""
+    first = trigger.split(maxsplit=1)[0].strip(",:;").lower() if trigger.strip() else ""
+    if first in _SITUATION_OPENERS:
+        return trigger[:1].upper() + trigger[1:]
+    return f"When {trigger}"
 
 
 def _one_line(text: str) -> str:

@@ -10,8 +10,8 @@ full-text hit and the BM25 of every vector hit), so fusion never guesses a missi
   score divided by the best BM25 the query could reach, giving a relevance in [0, 1] that a
   threshold can be applied to;
 * ``rrf_scores`` is reciprocal-rank fusion (k=60), kept for comparison in the benchmarks:
-  on LoCoMo (bench/locomo.py) it reaches hybrid Recall@10 0.769 with wordllama and 0.779 with
-  MiniLM, against 0.798 and 0.829 for the calibrated fusion, which sees how far apart two
+  on LoCoMo it retrieves less than the calibrated fusion with either embedder
+  (bench/results/locomo-*-rrf.json against locomo-*.json), which sees how far apart two
   candidates' scores are rather than only their order.
 
 After fusion, ``cohesion_boost`` lifts the siblings of the best hits: learnings extracted from
@@ -50,19 +50,18 @@ __all__ = [
 ]
 
 # Learnings are one or two sentences, where a repeated word or a few extra words say little:
-# saturate term frequency early (k1) and normalise length gently (b). Measured on LoCoMo
-# (bench/locomo.py, tuned on conversations 0-2, checked on 3-4), against the textbook
-# k1=1.2, b=0.75: full-text Recall@10 0.755 -> 0.764, hybrid 0.763 -> 0.770 (wordllama).
+# saturate term frequency early (k1) and normalise length gently (b). Tuned on LoCoMo
+# (bench/locomo.py, conversations 0-2, checked on 3-4) against the textbook k1=1.2, b=0.75;
+# the figures are in bench/results/design-figures.md.
 BM25_K1 = 0.5
 BM25_B = 0.3
 RRF_K = 60
 # The cosine arm counts a little less than the BM25 arm: with wordllama it is the weaker ranker
-# on its own (LoCoMo hybrid Recall@10 0.770 at 0.5 -> 0.777 at 0.4), and MiniLM's hybrid is
-# flat between the two (0.807 -> 0.810); bench/locomo.py.
+# on its own, and MiniLM's hybrid barely moves between 0.5 and 0.4 (bench/results/design-figures.md).
 DEFAULT_VECTOR_WEIGHT = 0.4
 # Cohesion: how far a strong hit lifts the learnings extracted with it, and how many of the
-# best hits lead. Tuned on LoCoMo's first three conversations (hybrid Recall@10 0.822 ->
-# 0.835), checked on the other two (0.798 -> 0.823); bench/locomo.py.
+# best hits lead. Tuned on LoCoMo's first three conversations, checked on the other two
+# (bench/locomo.py --cohesion; bench/results/design-figures.md).
 COHESION_WEIGHT = 0.3
 COHESION_LEADERS = 5
 
@@ -364,9 +363,8 @@ def cohesion_boost(
     one request (``groups``, empty for none) were learned from one stretch of conversation,
     so when one of them answers a query well its siblings are likelier to matter than their
     own words show. Evidence for a question usually sits in one conversation: on LoCoMo the
-    lift takes hybrid Recall@10 from 0.810 to 0.829 (bench/locomo.py), on tuning and
-    held-out conversations alike, and MRR does not drop; spreading results across sessions
-    instead cost up to ten points.
+    lift raises hybrid recall on tuning and held-out conversations alike without lowering
+    MRR, while spreading results across sessions instead lowered recall (bench/results/design-figures.md).
 
     The ``leaders`` best-scored candidates (ties keep input order) each give their group a
     lift of ``weight`` times their score; a candidate takes its group's largest lift ``b``

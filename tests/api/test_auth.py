@@ -98,9 +98,14 @@ def test_a_keyed_server_does_not_ask_storage_whether_keys_exist_on_every_request
     app: Any, core: Core, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, plain = keys.create_key(core, "org-a")
-    asked = []
+    asked: list[int] = []
     has_api_keys = core.storage.has_api_keys
-    monkeypatch.setattr(core.storage, "has_api_keys", lambda: asked.append(1) or has_api_keys())
+
+    def counted() -> bool:
+        asked.append(1)
+        return has_api_keys()
+
+    monkeypatch.setattr(core.storage, "has_api_keys", counted)
     client = make_client(app, peer=LOOPBACK)
     for _ in range(5):
         assert (

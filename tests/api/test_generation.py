@@ -87,6 +87,8 @@ def test_upgrade_and_downgrade_routes(client: TestClient, core: Core) -> None:
     publish(client, "u1")
     drain(core)
     ok(client.post("/api/rerun_profile_generation", json={}))
+    queued = failed(client.post("/api/upgrade_all_profiles", json={}), 409)  # the rerun has not run
+    assert "rerun is still in progress" in queued["detail"] and queued["details"]["job_id"]
     drain(core)
     pending = len(profiles(core, LearningStatus.PENDING))
     up = ok(client.post("/api/upgrade_all_profiles", json={"only_affected_users": True}))
@@ -127,7 +129,7 @@ def test_the_client_waits_for_a_rerun_and_moves_versions(
         async with AsyncReflexioClient(url_endpoint="http://127.0.0.1", transport=transport) as client:
             for user in ("u1", "u2"):
                 await client.publish_interaction(user, CONVERSATION, session_id=f"s-{user}")
-            assert await client.manual_profile_generation() is None
+            await client.manual_profile_generation()
             pool.start()
             result = await client.rerun_profile_generation(wait_for_response=True)
             assert result is not None and result.success and result.profiles_generated == 2, result
@@ -142,7 +144,7 @@ def test_the_client_waits_for_a_rerun_and_moves_versions(
             assert played is not None and played.success and played.playbooks_generated == 2
             assert (await client.upgrade_user_playbooks()).user_playbooks_promoted > 0
             assert (await client.downgrade_user_playbooks()).user_playbooks_demoted > 0
-            assert await client.manual_playbook_generation() is None
+            await client.manual_playbook_generation()
             with pytest.raises(ConflictError):
                 await client.upgrade_user_playbooks(agent_version="nope")
 

@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from reflexio.models import Config
 from reflexio.service.core import Core
-from tests.api.support import failed, ok, publish_body, turn
+from tests.api.support import failed, ok, profile, publish_body, turn
 
 
 def publish(client: TestClient, body: dict[str, Any], **params: Any) -> dict[str, Any]:
@@ -27,12 +27,41 @@ def test_publish_is_idempotent_on_request_id(client: TestClient) -> None:
     assert len(ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"]) == 1
 
 
-def test_a_reused_request_id_with_another_payload_is_409(client: TestClient) -> None:
-    publish(client, publish_body("first", request_id="req-1"))
+def test_a_reused_request_id_with_another_payload_is_409_naming_the_field(client: TestClient) -> None:
+    publish(client, publish_body("first", "same", request_id="req-1"))
     body = failed(
-        client.post("/api/publish_interaction", json=publish_body("second", request_id="req-1")), 409
+        client.post("/api/publish_interaction", json=publish_body("second", "same", request_id="req-1")), 409
     )
-    assert "req-1" in body["detail"]
+    assert "req-1" in body["detail"] and "interaction_data_list[0].content" in body["detail"]
+    assert body["details"]["fields"] == ["interaction_data_list[0].content"]
+    moved = failed(
+        client.post(
+            "/api/publish_interaction",
+            json=publish_body("first", "same", request_id="req-1", session_id="s2", agent_version="v9"),
+        ),
+        409,
+    )
+    assert moved["details"]["fields"] == ["session_id", "agent_version"]
+    shorter = failed(
+        client.post("/api/publish_interaction", json=publish_body("first", request_id="req-1")), 409
+    )
+    assert "interaction_data_list (has 1 turns, stored 2)" in shorter["detail"]
+
+
+def test_a_retry_is_judged_on_what_the_caller_sent_not_on_defaults(client: TestClient) -> None:
+    """Defaults sent explicitly, a created_at the server filled, flags: still the same request."""
+    publish(client, publish_body("hello", request_id="req-1"))
+    explicit = publish_body("hello", request_id="req-1", source="", agent_version="", force_extraction=True)
+    explicit["interaction_data_list"][0] |= {"user_action": "none", "tools_used": [], "expert_content": ""}
+    assert "nothing new" in publish(client, explicit)["message"]
+    stored = ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"][0]
+    same_time = publish_body(request_id="req-1")
+    same_time["interaction_data_list"] = [turn("hello", created_at=stored["created_at"])]
+    assert "nothing new" in publish(client, same_time)["message"]
+    other_time = publish_body(request_id="req-1")
+    other_time["interaction_data_list"] = [turn("hello", created_at=stored["created_at"] - 3600)]
+    body = failed(client.post("/api/publish_interaction", json=other_time), 409)
+    assert body["details"]["fields"] == ["interaction_data_list[0].created_at"]
 
 
 def test_without_request_id_the_server_assigns_one(client: TestClient) -> None:
@@ -206,3 +235,48 @@ def test_bulk_deletes_count_what_really_went(client: TestClient) -> None:
 )
 def test_delete_bodies_are_validated(client: TestClient, path: str, body: dict[str, Any]) -> None:
     failed(client.request("DELETE", path, json=body), 422)
+
+
+def test_unknown_retrieved_learnings_are_stored_with_a_warning(client: TestClient) -> None:
+    ok(client.post("/api/add_user_profile", json={"user_profiles": [profile("p-mine", "likes tea")]}))
+    other = profile("p-theirs", "likes coffee", user_id="u2")
+    ok(client.post("/api/add_user_profile", json={"user_profiles": [other]}))
+    refs = [
+        {"kind": "profile", "learning_id": "p-mine"},
+        {"kind": "profile", "learning_id": "p-typo"},
+        {"kind": "profile", "learning_id": "p-theirs"},
+        {"kind": "user_playbook", "learning_id": "not-a-number"},
+        {"kind": "agent_playbook", "learning_id": "999999"},
+    ]
+    body = publish_body("hi")
+    body["interaction_data_list"] = [
+        turn("", role="Assistant"),  # dropped as empty: indices stay those the caller sent
+        turn("answer", role="Agent", retrieved_learnings=refs),
+    ]
+    warnings = publish(client, body)["warnings"]
+    (line,) = [w for w in warnings if "retrieved_learnings" in w]
+    assert line.startswith("interaction_data_list[1].retrieved_learnings")
+    for named in ("'p-typo'", "'p-theirs' (another user's)", "'not-a-number'", "'999999'"):
+        assert named in line, line
+    assert "p-mine" not in line
+    shown = ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"]
+    assert [r["learning_id"] for r in shown[0]["retrieved_learnings"]] == [r["learning_id"] for r in refs]
+
+
+def test_known_retrieved_learnings_raise_no_warning(client: TestClient) -> None:
+    ok(client.post("/api/add_user_profile", json={"user_profiles": [profile("p-mine", "likes tea")]}))
+    body = publish_body()
+    body["interaction_data_list"] = [
+        turn("answer", role="Agent", retrieved_learnings=[{"kind": "profile", "learning_id": "p-mine"}])
+    ]
+    assert publish(client, body).get("warnings", []) == []
+
+
+def test_a_publish_flag_this_server_cannot_act_on_is_422(client: TestClient) -> None:
+    body = failed(
+        client.post("/api/publish_interaction", json=publish_body("hi", override_learning_stall=True)), 422
+    )
+    assert "override_learning_stall is not supported" in body["detail"]
+    assert body["details"]["fields"] == ["override_learning_stall"]
+    assert ok(client.post("/api/get_interactions", json={"user_id": "u1"}))["interactions"] == []
+    publish(client, publish_body("hi", override_learning_stall=False))  # the default is fine

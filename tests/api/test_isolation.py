@@ -236,8 +236,14 @@ def seed_org_a(core: Core, app: Any) -> Ids:
         )
     )
     secret_config = {
-        "api_key_config": {"openai": {"api_key": SECRET}},
-        "storage_config": {"type": "postgres", "db_url": f"postgresql://alpha:{SECRET}@alpha-db/app"},
+        "api_key_config": {
+            "openai": {"api_key": SECRET},
+            "custom_endpoint": {
+                "model": "m",
+                "api_key": SECRET,
+                "api_base": f"https://alpha:{SECRET}@alpha-db/v1",
+            },
+        },
     }
     ok(a.post("/api/set_config", json=secret_config))
     assert core.storage.expedite_job(A, "extract", "alpha-user"), "the publish queued an extraction job"
@@ -258,8 +264,15 @@ def seed_org_a(core: Core, app: Any) -> Ids:
 def seed_versions(core: Core) -> None:
     """A's pending and archived learnings and a queued rerun, for the generation routes."""
     versions = [
-        Learning(org_id=A, kind=kind, user_id="alpha-user", content=CONTENT, status=status, **extra)
-        for kind, extra in ((LearningKind.PROFILE, {}), (LearningKind.USER_PLAYBOOK, {"agent_version": "v1"}))
+        Learning(
+            org_id=A,
+            kind=kind,
+            user_id="alpha-user",
+            content=CONTENT,
+            status=status,
+            agent_version=agent_version,
+        )
+        for kind, agent_version in ((LearningKind.PROFILE, ""), (LearningKind.USER_PLAYBOOK, "v1"))
         for status in (LearningStatus.PENDING, LearningStatus.ARCHIVED)
     ]
     versions[0].profile_id = "alpha-pending"

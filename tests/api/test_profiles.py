@@ -76,7 +76,11 @@ def test_get_all_profiles_query_parameters(client: TestClient, core: Core) -> No
         ok(client.get("/api/get_all_profiles", params={"status_filter": "archived"}))["user_profiles"] == []
     )
     assert len(ok(client.get("/api/get_all_profiles", params={"limit": 1}))["user_profiles"]) == 1
-    window = {"start_time": 1_699_999_999, "end_time": 1_700_000_001, "date_field": "created_at"}
+    window: dict[str, str | int] = {
+        "start_time": 1_699_999_999,
+        "end_time": 1_700_000_001,
+        "date_field": "created_at",
+    }
     assert len(ok(client.get("/api/get_all_profiles", params=window))["user_profiles"]) == 2
     failed(client.get("/api/get_all_profiles", params={"status_filter": "current-ish"}), 422)
     failed(client.get("/api/get_all_profiles", params={"date_field": "nope"}), 422)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
 from reflexio.service.core import Core
@@ -18,7 +17,7 @@ STATUS = "/api/update_agent_playbook_status"
 def _add(client: TestClient, content: str, **fields: Any) -> int:
     ok(client.post("/api/add_agent_playbook", json={"agent_playbooks": [agent_playbook(content, **fields)]}))
     rows = ok(client.post("/api/get_agent_playbooks", json={}))["agent_playbooks"]
-    return max(r["agent_playbook_id"] for r in rows)
+    return int(max(r["agent_playbook_id"] for r in rows))
 
 
 def _served(client: TestClient, pid: int) -> bool:
@@ -97,18 +96,8 @@ def _decide(client: TestClient, body: dict[str, Any], start: threading.Barrier, 
     codes.append(client.put(STATUS, json=body).status_code)
 
 
-def test_concurrent_approve_and_reject_one_wins(
-    client: TestClient, core: Core, request: pytest.FixtureRequest
-) -> None:
+def test_concurrent_approve_and_reject_one_wins(client: TestClient, core: Core) -> None:
     """Both reviewers saw it pending; whatever order the store serialises them in, one loses."""
-    if core.storage.backend == "postgres":
-        # update_learnings selects the matching rows before it takes the org's write lock, so
-        # on PostgreSQL (read committed) a filtered update is not yet a compare-and-set and
-        # this race may go either way; the storage rewrite (issue 11) is to take the lock
-        # first, and this marker goes then.
-        request.applymarker(
-            pytest.mark.xfail(strict=False, reason="update_learnings is not a CAS on PostgreSQL yet")
-        )
     for _ in range(3):
         pid = _add(client, "Ask for the order number before a refund")
         bodies = [

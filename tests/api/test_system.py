@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import version
 from typing import Any
 
@@ -10,6 +11,7 @@ from starlette.testclient import TestClient
 
 from reflexio.config import DEFAULT_ORG_ID
 from reflexio.errors import StorageError
+from reflexio.service import keys
 from reflexio.service.core import Core
 from tests.api.support import failed, ok
 
@@ -67,6 +69,19 @@ def test_docs_and_schema_are_served(client: TestClient) -> None:
     assert client.get("/redoc").status_code == 200
     paths: dict[str, Any] = ok(client.get("/openapi.json"))["paths"]
     assert "/api/publish_interaction" in paths and "/api/search" in paths
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_nothing_from_outside(client: TestClient, core: Core, page: str) -> None:
+    """Offline, a page that pulls its script from a CDN is blank: every asset is served here."""
+    keys.create_key(core, "acme")  # the docs stay public once keys exist
+    html = client.get(page, headers={"Authorization": ""}).text
+    sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert sources and all(source.startswith("/") for source in sources), sources
+    for source in sources:
+        asset = client.get(source)
+        assert asset.status_code == 200 and len(asset.content) > 1000, source
+    assert "cdn" not in html.lower()
 
 
 @pytest.mark.parametrize("path", ["/api/whoami/", "/health/", "/api/get_config/"])

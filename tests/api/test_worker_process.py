@@ -57,14 +57,13 @@ class Server:
         base = {k: v for k, v in os.environ.items() if not k.startswith("REFLEXIO_")}
         env = {**base, **home_env(home), "REFLEXIO_JOB_POLL_SECONDS": "0.1"}
         command = [sys.executable, "-m", "reflexio", "services", "start", "--foreground"]
-        self.proc = subprocess.Popen(
-            [*command, "--port", str(self.port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=(home / "server.log").open("wb"),
-        )
+        with (home / "server.log").open("wb") as log:  # the child keeps its own copy of the file
+            self.proc = subprocess.Popen(
+                [*command, "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=log
+            )
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / "server.log"
+        self.ready_file = home / ".reflexio" / "run" / f"workers-{self.port}.ready"
         _eventually(self._ready, "the server answers /health/ready")
 
     def _ready(self) -> bool:
@@ -78,6 +77,13 @@ class Server:
         """The pid of the server's worker child, if one runs."""
         alive = [pid for pid in _children(self.proc.pid) if _alive(pid)]
         return alive[0] if len(alive) == 1 else None
+
+    def workers_announced(self, pid: int) -> bool:
+        """Whether worker process ``pid`` said its workers claim jobs (what "ready" waits for)."""
+        try:
+            return int(self.ready_file.read_text()) == pid
+        except (OSError, ValueError):
+            return False
 
     def learn(self, user: str) -> None:
         """Publish a finished session and wait (server side) until learning from it is done."""
@@ -112,12 +118,16 @@ def test_the_worker_child_learns_is_restarted_and_stops_with_the_server(server: 
     _eventually(lambda: server.worker_pid() is not None, "the server has started its worker process")
     first = server.worker_pid()
     assert first is not None
+    _eventually(lambda: server.workers_announced(first), "the worker process says its workers run")
     server.learn("alice")  # only the worker process runs jobs: the API process has no worker threads
 
     os.kill(first, signal.SIGKILL)
     _eventually(
         lambda: server.worker_pid() not in (None, first), "a new worker process replaced the killed one"
     )
+    replacement = server.worker_pid()
+    assert replacement is not None
+    _eventually(lambda: server.workers_announced(replacement), "the new worker process says it runs")
     server.learn("bob")
     assert "exited with status -9; restarting it" in server.log.read_text()
 
@@ -126,6 +136,7 @@ def test_the_worker_child_learns_is_restarted_and_stops_with_the_server(server: 
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(timeout=90) == 0
     assert not _alive(second), "the worker process outlived the server"
+    assert not server.ready_file.exists(), "a stopped server must not look ready"
 
 
 def test_the_worker_child_stops_itself_when_the_server_is_killed(server: Server) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from reflexio.config import LITELLM_MISSING
 from tests.cli.conftest import Cli, home_env
 from tests.client.live_server import running_server
 
@@ -33,6 +35,7 @@ def test_a_key_created_while_the_server_runs_works_at_once(keyed: Cli) -> None:
     refused = keyed("search", "anything", "--json", ok=False)
     assert refused.exit_code == 3
     assert json.loads(refused.stdout)["error"] == "authentication_required"
+    assert "set REFLEXIO_API_KEY or pass --api-key" in keyed("search", "anything", ok=False).stderr
     assert keyed.json("search", "anything", "--api-key", key)["success"] is True
     assert keyed.json("--api-key", key, "jobs", "list")["jobs"] == []
 
@@ -102,3 +105,38 @@ def test_doctor_fails_on_storage_it_cannot_open(cli: Cli) -> None:
 def test_health_endpoint_is_public_after_keys_exist(keyed: Cli) -> None:
     keyed.json("keys", "create", "--org", "acme")
     assert httpx.get(f"{keyed.env['REFLEXIO_URL']}/health/ready").status_code == 200
+
+
+def test_a_key_without_org_is_for_the_default_org_and_sees_what_came_before(keyed: Cli) -> None:
+    keyed.json(
+        "publish", "--user", "u-early", "--user-message", "I live in Oslo", "--agent-response", "Noted"
+    )
+    created = keyed.json("keys", "create")
+    assert created["org_id"] == created["default_org_id"] == "self-host-org"
+    assert "everything published without a key is visible" in created["notes"][0]
+    exported = keyed.json("export", "--user", "u-early", "--api-key", created["key"])
+    assert [turn["content"] for turn in exported["interactions"]][:1] == ["I live in Oslo"]
+
+
+def test_a_key_for_another_org_says_where_the_keyless_data_is(keyed: Cli) -> None:
+    keyed.json(
+        "publish", "--user", "u-early", "--user-message", "I live in Oslo", "--agent-response", "Noted"
+    )
+    human = keyed("keys", "create", "--org", "acme").stdout
+    assert "default org self-host-org" in human and "reflexio keys create` (no --org)" in human
+    created = keyed.json("keys", "create", "--org", "acme")
+    assert created["org_id"] == "acme" and "self-host-org" in created["notes"][0]
+    hidden = keyed.json("export", "--user", "u-early", "--api-key", created["key"])
+    assert hidden["interactions"] == []
+
+
+def test_doctor_says_what_set_config_says_when_litellm_is_missing(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "litellm", None)  # as if the llm extra were not installed
+    keyed = Cli({**cli.env, "OPENAI_API_KEY": "sk-test-0123456789"})
+    report = keyed.json("doctor", ok=False)
+    check = next(c for c in report["checks"] if c["name"] == "LLM provider")
+    assert check["status"] == "error" and LITELLM_MISSING in check["detail"]
+    bare = next(c for c in cli.json("doctor")["checks"] if c["name"] == "LLM provider")
+    assert bare["status"] == "missing" and "pip install 'reflexio[llm]'" in bare["detail"]

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
+from reflexio.api.server import in_background
 from reflexio.cli import app
-from tests.cli.conftest import Cli
+from reflexio.config import Settings
+from reflexio.service.core import open_core
+from tests.cli.conftest import Cli, home_env
 
 
 def _user() -> str:
@@ -205,3 +209,46 @@ def test_unreachable_server_is_a_clear_error(cli: Cli) -> None:
     body = json.loads(failed.stdout)
     assert body["error"] == "service_unavailable"
     assert "127.0.0.1:9" in body["detail"]
+
+
+def test_add_commands_print_the_new_id(cli: Cli) -> None:
+    human = cli("agent-playbooks", "add", "--content", "Confirm the order number before refunding").stdout
+    added = re.search(r"Added agent playbook (\d+) \(pending\)", human)
+    assert added, human
+    assert f"reflexio agent-playbooks approve {added.group(1)}" in human
+    listed = cli.json("agent-playbooks", "list", "--status", "pending")["agent_playbooks"]
+    assert int(added.group(1)) in [rule["agent_playbook_id"] for rule in listed]
+    user_rule = cli.json("user-playbooks", "add", "--user", _user(), "--content", "Answer in French")
+    assert len(user_rule["user_playbook_ids"]) == 1
+
+
+def test_a_failure_says_how_to_fix_it(cli: Cli) -> None:
+    down = cli("search", "anything", "--url", "http://127.0.0.1:9", ok=False)
+    assert down.exit_code == 6 and "Start it with `reflexio services start`" in down.stderr
+
+
+def test_publish_wait_prints_what_was_learned(tmp_path: Path) -> None:
+    settings = Settings.from_env(
+        {"HOME": str(tmp_path), "REFLEXIO_STORAGE_URL": f"sqlite:///{tmp_path}/r.db"}
+    )
+    with in_background(open_core(settings)) as url:
+        learning = Cli(home_env(tmp_path, REFLEXIO_URL=url, COLUMNS="200"))
+        out = learning(
+            "publish", "--user", "u-wait", "--user-message", "I live in Oslo and I prefer metric units.",
+            "--agent-response", "Noted.", "--wait",
+        ).stdout  # fmt: skip
+        quiet = learning(
+            "publish",
+            "--user",
+            "u-wait",
+            "--user-message",
+            "Thanks!",
+            "--agent-response",
+            "Anytime.",
+            "--wait",
+        ).stdout
+        data = learning.json("publish", "--user", "u-wait", "--user-message", "I use Linux.", "--wait")
+    assert "learning: done" in out and "profiles added: " in out
+    assert "learned:\n  - profile " in out and "Oslo" in out.split("learned:", 1)[1]
+    assert "learned: nothing new" in quiet
+    assert data["profiles_added"] >= 1 and any("Linux" in line for line in data["learned"])

@@ -6,6 +6,7 @@ the background, status, publish and search, create a key while the server runs, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -223,3 +224,50 @@ def test_foreground_server_stops_cleanly_on_sigterm(shell: Shell, tmp_path: Path
     assert json.loads(out) == {"stopped": True, "port": shell.port}
     assert not (tmp_path / ".reflexio" / "run" / f"server-{shell.port}.pid").exists()
     assert _port_free(shell.port)
+
+
+@pytest.mark.slow
+def test_start_says_what_it_does_and_ready_means_learning_runs(shell: Shell, tmp_path: Path) -> None:
+    port = str(shell.port)
+    started = shell("services", "start", "--port", port)
+    assert "Starting Reflexio at" in started.stderr and "waiting for the job workers" in started.stderr
+    assert f"Reflexio is ready at http://127.0.0.1:{port}" in started.stdout
+    assert "learning starts with the first publish" in started.stdout
+    ready = tmp_path / ".reflexio" / "run" / f"workers-{port}.ready"
+    worker_pid = int(ready.read_text())
+    assert worker_pid != int((tmp_path / ".reflexio" / "run" / f"server-{port}.pid").read_text())
+    os.kill(worker_pid, 0)  # the worker process that announced itself is alive
+    began = time.monotonic()
+    turn = ("--user-message", "I live in Oslo", "--agent-response", "Noted", "--wait")
+    learned = shell.json("publish", "--user", "u-ready", *turn)
+    assert learned["learning_status"] == "done" and learned["profiles_added"] == 1
+    assert time.monotonic() - began < 60
+    shell("services", "stop", "--port", port)
+    assert not ready.exists()
+
+
+@pytest.mark.slow
+def test_scripts_serve_says_each_step_and_where_the_command_is(tmp_path: Path) -> None:
+    """The install steps are skipped (a stamp says pyproject.toml is installed); the rest runs."""
+    root = Path(__file__).resolve().parents[2]
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "reflexio"):
+        (venv / "bin" / name).symlink_to(Path(sys.executable).parent / name)
+    digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    (venv / f".serve-installed-{digest}").touch()
+    port = str(free_port())
+    home = tmp_path / "home"
+    env = {**Shell(home, int(port)).env, "VENV": str(venv), "PATH": "/usr/bin:/bin"}
+    try:
+        done = subprocess.run(
+            [str(root / "scripts" / "serve"), "--port", port],
+            env=env, capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "is up to date with pyproject.toml" in done.stderr and "starting the server" in done.stderr
+        assert f"Reflexio is ready at http://127.0.0.1:{port}" in done.stdout
+        command = Path(sys.executable).parent / "reflexio"  # where the symlinked script really is
+        assert f"reflexio command: {command}" in done.stdout and "bin/activate" in done.stdout
+    finally:
+        Shell(home, int(port))("services", "stop", "--port", port, ok=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -105,3 +106,42 @@ def test_the_cli_does_not_import_the_server_until_a_command_needs_it() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+def _modules_after(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """The modules a real ``reflexio ...`` process has imported when it exits."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.__stderr__.write('MODULES ' + ' '.join(sorted(sys.modules))))\n"
+        "from reflexio.cli import main\n"
+        f"sys.argv = ['reflexio', *{args!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
+    listed = done.stderr.rsplit("MODULES ", 1)[-1]
+    return set(listed.split())
+
+
+def test_help_loads_neither_the_client_nor_pydantic_nor_rich_help() -> None:
+    """What makes ``reflexio --help`` fast: it imports typer and the command modules only."""
+    loaded = _modules_after(["--help"])
+    assert "reflexio.cli" in loaded
+    for heavy in (
+        "pydantic",
+        "httpx",
+        "reflexio.models",
+        "reflexio.client",
+        "typer.rich_utils",
+        "markdown_it",
+    ):
+        assert not any(m == heavy or m.startswith(f"{heavy}.") for m in loaded), heavy
+
+
+def test_a_remote_command_loads_the_client_but_nothing_of_the_server() -> None:
+    env = {**os.environ, "REFLEXIO_URL": "http://127.0.0.1:9"}  # nobody listens: it fails fast
+    loaded = _modules_after(["search", "anything"], env)
+    assert "reflexio.client" in loaded
+    for server in ("fastapi", "uvicorn", "numpy", "reflexio.storage", "reflexio.service", "litellm"):
+        assert not any(m == server or m.startswith(f"{server}.") for m in loaded), server

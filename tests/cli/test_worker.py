@@ -47,10 +47,11 @@ def _spawn_worker(home: Path) -> tuple[subprocess.Popen[str], threading.Event, l
 
     def read() -> None:
         assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            if "worker started" in line:
-                started.set()
+        with proc.stderr:
+            for line in proc.stderr:
+                lines.append(line)
+                if "worker started" in line:
+                    started.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -94,7 +95,8 @@ def test_a_worker_process_runs_jobs_and_stops_on_sigterm(core: Core, tmp_path: P
             proc.wait()
     assert proc.returncode == 0, "".join(lines)
     assert proc.stdout is not None
-    assert json.loads(proc.stdout.read())["stopped"] is True
+    with proc.stdout:
+        assert json.loads(proc.stdout.read())["stopped"] is True
     assert any("worker stopped" in line for line in lines)
     leased = core.storage.list_jobs(ORG, statuses=[JobStatus.RUNNING])
     assert leased == [], "a stopped worker holds no job"

@@ -132,7 +132,7 @@ async def _profiles(c: Either, user: str) -> str:
     assert added.success and added.added_count == 1
     listed = (await c.get_profiles(user_id=user)).user_profiles
     assert [p.content for p in listed] == ["Prefers lightweight laptops for travel"]
-    profile_id = listed[0].profile_id
+    profile_id: str = listed[0].profile_id
     assert profile_id in {p.profile_id for p in (await c.get_all_profiles(user_id=user)).user_profiles}
     assert (await c.update_user_profile(user, profile_id, content="Prefers laptops under 1.3 kg")).success
     listed = (await c.get_profiles(user_id=user, force_refresh=True)).user_profiles
@@ -157,7 +157,7 @@ async def _user_playbooks(c: Either, user: str, request_id: str) -> int:
     assert (await c.add_user_playbook([rule])).added_count == 1
     listed = (await c.get_user_playbooks(user_id=user)).user_playbooks
     assert [r.content for r in listed] == ["ask for the budget first"]
-    rule_id = listed[0].user_playbook_id
+    rule_id: int = listed[0].user_playbook_id
     assert (await c.update_user_playbook(rule_id, content="ask for the budget and the weight limit")).success
     found = (await c.search_user_playbooks(query="laptop budget", user_id=user)).user_playbooks
     assert [r.content for r in found] == ["ask for the budget and the weight limit"]
@@ -174,7 +174,7 @@ async def _agent_playbooks(c: Either) -> int:
         await c.get_agent_playbooks(agent_version=version, playbook_status_filter="pending")
     ).agent_playbooks
     assert len(pending) == 1
-    rule_id = pending[0].agent_playbook_id
+    rule_id: int = pending[0].agent_playbook_id
     assert (await c.update_agent_playbook(rule_id, content="compare three laptop models with prices")).success
 
     async def served(statuses: list[str] | None) -> bool:
@@ -203,7 +203,8 @@ async def _unified_search(c: Either, user: str, profile_id: str, rule_id: int) -
     assert isinstance(found, UnifiedSearchViewResponse)
     assert profile_id in _ids(found)["profile"]
     assert str(rule_id) in _ids(found)["user_playbook"]
-    assert all(hit.score is not None for hit in [*found.profiles, *found.user_playbooks])
+    assert all(hit.score is not None for hit in found.profiles)
+    assert all(hit.score is not None for hit in found.user_playbooks)
     block = found.to_prompt(max_tokens=500)
     assert {(learning.kind, learning.learning_id) for learning in block.retrieved_learnings} >= {
         ("profile", profile_id)
@@ -340,17 +341,19 @@ def test_async_client_every_method(server_url: str) -> None:
 
 
 def test_sync_client_coroutines(server_url: str) -> None:
-    client = ReflexioClient(url_endpoint=server_url)
     user = "user-" + uuid.uuid4().hex[:8]
+    with ReflexioClient(url_endpoint=server_url) as client:
 
-    async def run() -> None:
-        out = await client.publish_interaction_async(user, [{"content": "async hello"}], session_id="s-async")
-        assert out.success
-        found = await client.search_async(query="async hello", user_id=user)
-        assert found.success
+        async def run() -> None:
+            out = await client.publish_interaction_async(
+                user, [{"content": "async hello"}], session_id="s-async"
+            )
+            assert out.success
+            found = await client.search_async(query="async hello", user_id=user)
+            assert found.success
 
-    asyncio.run(run())
-    assert [t.content for t in client.get_interactions(user_id=user).interactions] == ["async hello"]
+        asyncio.run(run())
+        assert [t.content for t in client.get_interactions(user_id=user).interactions] == ["async hello"]
 
 
 GENERATION_CALLS: list[tuple[str, dict[str, Any]]] = [

@@ -440,7 +440,7 @@ def test_publish_requires_a_session_before_sending() -> None:
 def test_publish_body_and_wait_flag() -> None:
     server = FakeServer()
     client = server.client()
-    turns = [
+    turns: list[InteractionData | dict[str, Any]] = [
         InteractionData(role="User", content="hi", user_action=UserActionType.NONE),
         {
             "role": "Agent",

@@ -54,8 +54,7 @@ def server_url(tmp_path: Path) -> Iterator[str]:
     The Python and the curl example are alternatives, and search skips what was already
     served in ``session_001``, so they must not share a server.
     """
-    with running_server(tmp_path) as url:
-        client = ReflexioClient(url_endpoint=url)
+    with running_server(tmp_path) as url, ReflexioClient(url_endpoint=url) as client:
         client.add_user_profile([{"user_id": USER, "content": "Prefers lightweight laptops for travel"}])
         client.add_user_playbook(
             [
@@ -99,6 +98,7 @@ def test_python_example_runs_unchanged(server_url: str, monkeypatch: pytest.Monk
 
     namespace: dict[str, Any] = {"call_your_llm": call_your_llm, "__name__": "seed_example"}
     exec(compile(_python_part(_seed_text()), str(SEED), "exec"), namespace)
+    namespace["client"].close()  # the example's script ends here; its process would close it
 
     context = namespace["context"]
     assert context.profiles and context.user_playbooks and context.agent_playbooks
@@ -107,8 +107,8 @@ def test_python_example_runs_unchanged(server_url: str, monkeypatch: pytest.Monk
     assert "recommend three laptops" in system
     expected = [(item["kind"], item["learning_id"]) for item in namespace["retrieved_learnings"]]
     assert {kind for kind, _ in expected} == {"profile", "user_playbook", "agent_playbook"}
-    client = ReflexioClient(url_endpoint=server_url)
-    assert _learnings_of_agent_turns(client, ANSWER) == expected
+    with ReflexioClient(url_endpoint=server_url) as client:
+        assert _learnings_of_agent_turns(client, ANSWER) == expected
 
 
 def _run_shell(command: str, url: str) -> dict[str, Any]:
@@ -135,8 +135,8 @@ def test_curl_example_runs_against_the_server(server_url: str) -> None:
         publish = publish.replace(placeholder, value)
     published = _run_shell(publish, server_url)
     assert published["success"] is True, published
-    client = ReflexioClient(url_endpoint=server_url)
-    learnings = _learnings_of_agent_turns(client, "The completed agent response.")
+    with ReflexioClient(url_endpoint=server_url) as client:
+        learnings = _learnings_of_agent_turns(client, "The completed agent response.")
     assert learnings == [
         ("profile", ids["profile_id"]),
         ("user_playbook", ids["user_playbook_id"]),

@@ -398,6 +398,7 @@ def test_client_package_depends_only_on_models_errors_and_config() -> None:
         "reflexio.models",
         "reflexio.errors",
         "reflexio.config",
+        "reflexio._version",
         "httpx",
         "pydantic",
     )

@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,7 +90,7 @@ def seed(live: Live) -> str:
     return str(rows[0].user_playbook_id)
 
 
-def published(live: Live) -> list[dict[str, object]]:
+def published(live: Live) -> list[dict[str, Any]]:
     """What the server holds from the Claude Code user, in the order it was said."""
     with live.client() as api:
         turns = api.get_interactions(user_id=USER, top_k=1000).interactions
@@ -161,8 +162,8 @@ def test_prompt_injects_and_stop_publishes_the_turns_once(live: Live, hooks: Hoo
     answer = turns[1]
     assert "falls back to order_id" in str(answer["content"]) and "sub-agent" not in str(answer["content"])
     tools = answer["tools_used"]
-    assert [(t["tool_name"], t["status"]) for t in tools] == [("Bash", "error"), ("Edit", "success")]  # type: ignore[index]
-    assert "KeyError" in tools[0]["tool_data"]["output"]  # type: ignore[index]
+    assert [(t["tool_name"], t["status"]) for t in tools] == [("Bash", "error"), ("Edit", "success")]
+    assert "KeyError" in tools[0]["tool_data"]["output"]
     assert answer["retrieved_learnings"] == [{"kind": "user_playbook", "learning_id": playbook_id}]
 
     again = hooks.run("stop", "stop.json")  # nothing new in the transcript: nothing published

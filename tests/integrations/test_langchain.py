@@ -99,7 +99,7 @@ def test_the_callback_publishes_each_turn_with_tools_and_the_learnings_injected(
         )
         handler = ReflexioCallbackHandler(api, user_id=USER, session_id="lc-session", agent_version="lc-v1")
         answer = chain.invoke("My package 42 is late, where is it?", config={"callbacks": [handler]})
-        assert answer.content.startswith("It is in Bergen")
+        assert str(answer.content).startswith("It is in Bergen")
         assert len(handler.published) == 1
 
         turns = sorted(api.get_interactions(user_id=USER).interactions, key=lambda t: t.interaction_id)

@@ -78,9 +78,10 @@ class Fleet:
 
 def _await_ready(proc: subprocess.Popen[bytes], ready: threading.Event) -> None:
     assert proc.stdout is not None
-    if proc.stdout.readline().strip() == b"ready":
-        ready.set()
-    proc.stdout.read()
+    with proc.stdout:  # read to the end (the worker exits), then let the pipe go
+        if proc.stdout.readline().strip() == b"ready":
+            ready.set()
+        proc.stdout.read()
 
 
 def stream(core: Core, rng: random.Random, done: threading.Event) -> Counter[str]:

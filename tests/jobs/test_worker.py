@@ -273,7 +273,7 @@ class _Outage:
 def test_a_worker_outlives_a_storage_outage(core: Core) -> None:
     request_id = publish(core, 4)
     flaky = _Outage(core.storage, failures=3)
-    worker = Worker(flaky, echo_handlers(core), poll_seconds=0.01, outage_seconds=0.01)  # type: ignore[arg-type]
+    worker = Worker(flaky, echo_handlers(core), poll_seconds=0.01, outage_seconds=0.01)
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     thread.start()

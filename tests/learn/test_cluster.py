@@ -9,7 +9,7 @@ from reflexio.learn.cluster import Cluster, Member, Method, fingerprint, group, 
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    return (v / np.linalg.norm(v)).astype(np.float32)
+    return np.asarray(v / np.linalg.norm(v), dtype=np.float32)
 
 
 def _members(

@@ -7,7 +7,6 @@ update decisions are checked as stored rows.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -250,7 +249,8 @@ def test_failed_tool_call_fixed_by_other_arguments() -> None:
     assert p.track == "tool_failure"
     assert p.content.startswith("Call hotels.search with checkin=2025-06-12, not checkin=12/06")
     assert "YYYY-MM-DD" in p.content
-    assert p.blocking_issue is not None and p.blocking_issue["kind"] == "tool_failure"
+    assert p.blocking_issue is not None and p.blocking_issue["kind"] == "external_dependency"
+    assert p.blocking_issue["tool"] == "hotels.search"
     assert p.trigger == "When the user asks to find them a hotel in Lisbon from June 12"
 
 
@@ -337,7 +337,7 @@ def test_a_rule_already_known_as_a_profile_is_not_repeated() -> None:
     assert propose(w, kinds=[PROFILE], context=known) == []
 
 
-def test_proposals_are_deterministic_and_fast() -> None:
+def test_proposals_are_deterministic() -> None:
     w = window(
         turn("User", "Book me a flight to Denver on Friday."),
         turn("Assistant", "Booked seat 23E.", tools_used=[tool("flights.book", "error", seat="23E")]),
@@ -352,10 +352,9 @@ def test_proposals_are_deterministic_and_fast() -> None:
         ),
     )
     first = propose(w)
-    started = time.perf_counter()
-    for _ in range(200):
+    assert first  # the window teaches something: the comparison below is not of two empty lists
+    for _ in range(20):
         assert propose(w) == first
-    assert (time.perf_counter() - started) / 200 < 0.02  # milliseconds per window, even on a busy CI box
 
 
 # -- the judge --------------------------------------------------------------------------------

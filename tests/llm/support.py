@@ -10,8 +10,16 @@ from reflexio.records import InteractionRecord
 
 def turn(turn_id: int, role: str, content: str = "", **fields: Any) -> InteractionRecord:
     """One turn of user ``u1`` in session ``s1``."""
-    ids = {"org_id": "o", "request_id": "r1", "user_id": "u1", "session_id": "s1"}
-    return InteractionRecord(**ids, id=turn_id, role=role, content=content, **fields)
+    return InteractionRecord(
+        org_id="o",
+        request_id="r1",
+        user_id="u1",
+        session_id="s1",
+        id=turn_id,
+        role=role,
+        content=content,
+        **fields,
+    )
 
 
 def window(

@@ -20,7 +20,7 @@ from reflexio.learn.llm_extract import window_learner
 from reflexio.learn.usage import metered
 from reflexio.learn.windows import run_extraction
 from reflexio.models import InteractionData, PublishUserInteractionRequest, UnifiedSearchRequest
-from reflexio.records import JobStatus, LearningKind, LearningStatus
+from reflexio.records import JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.service import publish as pub
 from reflexio.service import search as retrieval
 from reflexio.service.core import Core, open_core
@@ -42,7 +42,7 @@ def core(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Core]:
 
 def existing_id(inputs: Mapping[str, Any], words: str) -> int:
     """The id of the known profile containing ``words`` (what a model reads from the prompt)."""
-    rows = inputs["context"].existing[LearningKind.PROFILE]
+    rows: list[Learning] = inputs["context"].existing[LearningKind.PROFILE]
     return next(row.id for row in rows if words in row.content)
 
 

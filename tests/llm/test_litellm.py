@@ -77,7 +77,8 @@ def model(provider: Provider, *, sleeps: list[float] | None = None, **spec: Mode
 
 
 def rate_limited(litellm: Any) -> Exception:
-    return litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-4o-mini")
+    error: Exception = litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-4o-mini")
+    return error
 
 
 def test_structured_answer_with_usage_and_cost(litellm: Any) -> None:

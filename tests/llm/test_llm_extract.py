@@ -264,3 +264,37 @@ def test_similar_learnings_the_extraction_did_not_see_need_a_merge_call() -> Non
     proposals = proposer.propose(CORRECTED, BOTH, ctx())
     assert judge.decide(proposals, [[unseen]])[0].verdict is Verdict.KEEP
     assert [c.prompt for c in llm.calls] == ["extract", "merge"]
+
+
+def test_extractor_context_prompts_reach_the_extraction_call() -> None:
+    llm = ScriptedLLM().on("extract", {})
+    config = {
+        "agent_context_prompt": "A travel booking agent.",
+        "profile_extractor_config": {
+            "extraction_definition_prompt": "Facts about travellers.",
+            "context_prompt": "Travellers book for families.",
+        },
+        "user_playbook_extractor_config": {
+            "extraction_definition_prompt": "Rules for booking.",
+            "context_prompt": "Agents may hold seats for 24 hours.",
+        },
+    }
+    LLMProposer(llm).propose(CORRECTED, BOTH, ctx(**config))
+    context = llm.calls[0].inputs["agent_context"]
+    assert context.splitlines() == [
+        "A travel booking agent.",
+        "Travellers book for families.",
+        "Agents may hold seats for 24 hours.",
+    ]
+    assert "Agents may hold seats for 24 hours." in str(llm.calls[0].call.messages)
+
+
+def test_the_profile_gate_override_is_what_the_gate_is_told() -> None:
+    weak = window(turn(1, "User", "I'm a vegetarian, suggest a dinner."), turn(2, "Assistant", "Try a dal."))
+    llm = ScriptedLLM().on("gate", {"learnable": False})
+    profile = {
+        "extraction_definition_prompt": "Facts about diners.",
+        "should_extract_profile_prompt_override": "Only dietary restrictions are worth remembering.",
+    }
+    LLMProposer(llm).propose(weak, BOTH, ctx(profile_extractor_config=profile))
+    assert llm.calls[0].inputs["profile_definition"] == "Only dietary restrictions are worth remembering."

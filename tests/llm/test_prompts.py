@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from reflexio.learn import prompts
 from reflexio.learn.prompts import PromptError
-from reflexio.llm import Role
+from reflexio.llm import LLMCall, Role
 
 #: Sample values with characters that broke the original's str.format rendering (W30).
 TRICKY = 'JSON {"a": 1} and ${not_a_variable} and $5 and {braces}'
@@ -55,6 +56,8 @@ def test_unknown_prompts_and_versions() -> None:
 
 def test_a_call_carries_name_version_and_inputs() -> None:
     prompt = prompts.load("rewrite_query")
-    call = prompt.call(Role.QUERY_REWRITE, {"query": "q", "history": "h"}, output=None, inputs={"extra": 1})
+    call: LLMCall[BaseModel] = prompt.call(
+        Role.QUERY_REWRITE, {"query": "q", "history": "h"}, output=None, inputs={"extra": 1}
+    )
     assert (call.prompt, call.version, call.role) == ("rewrite_query", prompt.version, Role.QUERY_REWRITE)
     assert call.inputs == {"query": "q", "history": "h", "extra": 1}

@@ -11,6 +11,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
     UserPlaybookView,
     estimate_tokens,
+    rule_line,
 )
 
 
@@ -126,3 +127,20 @@ def test_multiline_content_renders_on_one_line() -> None:
 def test_negative_budget_is_an_error() -> None:
     with pytest.raises(ValueError, match="max_tokens"):
         context().to_prompt(max_tokens=-1)
+
+
+@pytest.mark.parametrize(
+    ("trigger", "line"),
+    [
+        ("the user asks for a laptop", "When the user asks for a laptop: do it"),
+        ("When the user asks: what to pack", "When the user asks: what to pack: do it"),
+        ("when a fix is reported as done", "When a fix is reported as done: do it"),
+        ("Before restarting any server", "Before restarting any server: do it"),
+        ("If the build fails", "If the build fails: do it"),
+        ("In conversations with this user", "In conversations with this user: do it"),
+        ("Whenever, asked about refunds", "Whenever, asked about refunds: do it"),
+        ("  ", "do it"),
+    ],
+)
+def test_a_trigger_that_opens_its_own_clause_gets_no_second_when(trigger: str, line: str) -> None:
+    assert rule_line(trigger, "do it") == line

@@ -13,7 +13,7 @@ import pytest
 
 from reflexio.config import Settings
 from reflexio.errors import ConflictError, ValidationError
-from reflexio.filters import LearningFilter
+from reflexio.filters import LearningFilter, RequestFilter
 from reflexio.jobs import Worker
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.llm import LLMCall, LLMError, LLMResult
@@ -343,3 +343,58 @@ def test_a_rerun_never_writes_over_current_rows_whatever_the_learner_says(core: 
     assert [(r.content, r.status) for r in kept.added] == [("Lives in Trondheim", PEND)]
     assert [r.id for r in kept.updated] == [pending.id]
     assert kept.superseded == [Supersede(pending.id, 0)]
+
+
+def test_upgrade_waits_for_a_running_rerun(core: Core) -> None:
+    converse(core, "u1")
+    converse(core, "u2")
+    drain(core)
+    script = rules_script()
+    refused: list[str] = []
+
+    class UpgradingMidway:
+        """The org's model: someone asks for an upgrade while the rerun is on its second user."""
+
+        def complete(self, call: LLMCall[Any]) -> LLMResult[Any]:
+            window = call.inputs.get("window")
+            if window is not None and window.user_id == "u2" and not refused:
+                assert rows(core, P, PEND, "u1") and not rows(core, P, PEND, "u2")  # a partial set
+                with pytest.raises(ConflictError) as caught:
+                    versions.upgrade_profiles(core, ORG, UpgradeProfilesRequest())
+                refused.append(caught.value.message)
+            return script.complete(call)
+
+    core.llm = UpgradingMidway()
+    rerun_profiles(core)
+    assert refused and "1 of 2 users done" in refused[0] and "rerun is still in progress" in refused[0]
+    out = versions.upgrade_profiles(core, ORG, UpgradeProfilesRequest())  # finished: allowed
+    assert out.profiles_promoted == len(rows(core, P, CUR)) > 0
+    assert {r.user_id for r in rows(core, P, CUR)} == {"u1", "u2"}
+
+
+def test_a_queued_rerun_blocks_only_the_upgrade_of_its_own_kind(core: Core) -> None:
+    converse(core, "u1")
+    drain(core)
+    seed(core, P, "u1", PEND, "prefers tea")
+    seed(core, U, "u1", PEND, "answer briefly", agent_version="shop@1", playbook_name="playbook")
+    generation.rerun_playbook_generation(core, ORG, RerunPlaybookGenerationRequest(agent_version="shop@1"))
+    with pytest.raises(ConflictError, match="playbook rerun is still in progress"):
+        versions.upgrade_user_playbooks(core, ORG, UpgradeUserPlaybooksRequest())
+    assert versions.upgrade_profiles(core, ORG, UpgradeProfilesRequest()).profiles_promoted == 1
+    drain(core, (RERUN,))
+    assert versions.upgrade_user_playbooks(core, ORG, UpgradeUserPlaybooksRequest()).success
+
+
+def test_a_manual_trigger_profile_extractor_learns_only_when_asked(core: Core) -> None:
+    config = core.org_config(ORG).model_dump(mode="json")
+    config["profile_extractor_config"]["manual_trigger"] = True
+    core.storage.put_org_config(ORG, config)
+    converse(core, "u1")  # publish + finalize: automatic learning runs now
+    drain(core)
+    assert rows(core, U, CUR, "u1"), "the playbook extractor still learns from every publish"
+    assert rows(core, P, CUR, "u1") == [], "a manual-trigger profile extractor must not run by itself"
+    [request] = core.storage.list_requests(ORG, RequestFilter(user_id="u1"), limit=1)
+    assert pub.learning_status(core, ORG, request.request_id).status == "done"  # nothing else to wait for
+    generation.manual_profile_generation(core, ORG, ManualProfileGenerationRequest(user_id="u1"))
+    drain(core)
+    assert rows(core, P, CUR, "u1"), "a manual run is what makes it learn"

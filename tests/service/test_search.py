@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pytest
@@ -161,7 +161,9 @@ def test_a_strong_hit_lifts_what_was_learned_with_it(core: Core) -> None:
         )
         return [row.content for row, _ in search.rank(core, "o", plan).hits[0]]
 
-    lifted = order(search.Plan.__dataclass_fields__["cohesion"].default)
+    default = search.Plan.__dataclass_fields__["cohesion"].default
+    assert isinstance(default, float)
+    lifted = order(default)
     assert lifted[0] == "Training for a marathon in Berlin"
     # On its own words the stranger (a knee, for a marathon) matches better ...
     plain = order(0.0)
@@ -178,7 +180,7 @@ class _Down:
 
 
 def test_a_failing_embedder_degrades_to_full_text(core: Core) -> None:
-    core.embedder = _Down()  # type: ignore[assignment]
+    core.embedder = _Down()
     result = ask(core, "linux laptop", threshold=0.0)
     assert result.degraded and result.search_mode_effective == "fts"
     assert any("Linux" in v.content for v in everything(result))
@@ -200,6 +202,13 @@ def test_reformulation_rewrites_the_query_from_the_conversation(core: Core) -> N
     assert core.storage.llm_usage("o").calls == 1
     plain = ask(core, "which one then?", threshold=0.0)
     assert plain.reformulated_query is None and len(llm.calls) == 1
+
+
+class _Ask(TypedDict, total=False):
+    """The knobs of a search this test varies."""
+
+    threshold: float
+    top_k: int
 
 
 class _NoShortcuts:
@@ -235,12 +244,12 @@ def test_backends_may_drop_what_ranking_drops_without_changing_an_answer(core: C
     assert len(best) == 10
     for session in ("s9", "s10"):  # a search adds to its session's exposures: one each
         core.storage.add_exposures("o", session, [("agent_playbook", str(v.agent_playbook_id)) for v in best])
-    asks = [{"threshold": 0.0, "top_k": 2}, {"threshold": 0.2}, {"top_k": 1}]
+    asks: list[_Ask] = [{"threshold": 0.0, "top_k": 2}, {"threshold": 0.2}, {"top_k": 1}]
     shortcut = [everything(ask(core, **kw)) for kw in asks[:2]] + [
         everything(ask(core, top_k=1, session_id="s9"))
     ]
     real = core.storage
-    core.storage = _NoShortcuts(real)  # type: ignore[assignment]
+    core.storage = _NoShortcuts(real)
     try:
         reference = [everything(ask(core, **kw)) for kw in asks[:2]]
         reference.append(everything(ask(core, top_k=1, session_id="s10")))

@@ -75,7 +75,8 @@ def test_a_correction_becomes_learnings_that_search_serves(core: Core, with_llm:
     )
     texts = [p.content for p in found.profiles] + [f"{p.trigger} {p.content}" for p in found.user_playbooks]
     assert any("linux" in t.lower() for t in texts), texts
-    assert all(v.score is not None for v in [*found.profiles, *found.user_playbooks])
+    assert all(v.score is not None for v in found.profiles)
+    assert all(v.score is not None for v in found.user_playbooks)
     rows = core.storage.get_learnings("o", LearningFilter(user_id="u1"))
     assert {r.kind for r in rows} <= {LearningKind.PROFILE, LearningKind.USER_PLAYBOOK}
     assert all(r.source_interaction_ids for r in rows)

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
 from reflexio.api import errors
@@ -29,12 +30,33 @@ from reflexio.api.routes import (
     system,
     users,
 )
+from reflexio.models import WireModel
 from reflexio.service.core import Core
 
-__all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "create_app"]
+__all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "DOCS_ASSETS_PATH", "create_app"]
 
+#: Where the documentation pages' scripts and styles are served.
+DOCS_ASSETS_PATH = "/docs-assets"
 #: How long ``publish_interaction?wait_for_response=true`` waits for learning to settle.
 DEFAULT_PUBLISH_WAIT_SECONDS = 30.0
+
+
+def _build_wire_models() -> None:
+    """Compile every wire model now, and let adapters over them compile at once too.
+
+    The models defer their build to first use (``WireModel``), which spares a CLI command
+    compiling ~150 models it never uses. A server uses them all; and an adapter FastAPI builds
+    over a deferred model defers as well, then compiles outside the warning filter FastAPI
+    applies while building it, so pydantic warns about FastAPI's ``alias="body"``. A server
+    therefore builds every model here, once, and turns deferral off for what is built later.
+    """
+    pending = list(WireModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        model.model_config["defer_build"] = False
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
 
 
 def create_app(
@@ -47,6 +69,9 @@ def create_app(
 
     ``redirect_slashes`` is off because the 0.2.16 client refuses every redirect: a path with
     a stray slash must fail as a 404, not turn into a 307 the client reports as an error.
+
+    ``/docs`` (Swagger UI) and ``/redoc`` load their scripts and styles from this server
+    (``fastapi-offline`` ships them), never from a CDN, so they work on a machine offline.
 
     Args:
         core: The process core the routes serve.
@@ -61,7 +86,8 @@ def create_app(
         async with mounts_lifespan(mounted):
             yield
 
-    app = FastAPI(
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS_PATH,
         title="Reflexio API",
         version=system.server_version(),
         description="A learning layer for AI agents: publish what happened, retrieve what matters.",
@@ -72,6 +98,7 @@ def create_app(
         # spans around dependencies and serialization would cost more than they tell.
         telemetry={"operation_spans": False, "logs": False},
     )
+    _build_wire_models()
     app.state.core = core
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)

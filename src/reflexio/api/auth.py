@@ -35,7 +35,8 @@ _FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 NO_KEYS_MESSAGE = (
     "this server has no API key yet, so it only answers clients on this machine; "
-    "create one with `reflexio keys create --org <org>` and send it as `Authorization: Bearer <key>`"
+    "create one with `reflexio keys create` (for the default org, which holds what was published "
+    "so far; --org <org> for another) and send it as `Authorization: Bearer <key>`"
 )
 
 

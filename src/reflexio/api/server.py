@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
@@ -26,7 +27,7 @@ from reflexio.api.mounts import MountFactory
 from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
-from reflexio.service.workers import start_pool
+from reflexio.service.workers import announce_ready, start_pool
 
 __all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
@@ -37,7 +38,11 @@ SHUTDOWN_GRACE_SECONDS = 20.0
 
 
 def build_server_app(
-    core: Core, *, worker_process: bool = False, mounts: Sequence[MountFactory] = ()
+    core: Core,
+    *,
+    worker_process: bool = False,
+    ready_file: Path | None = None,
+    mounts: Sequence[MountFactory] = (),
 ) -> FastAPI:
     """The API app whose lifespan runs (and stops) the job workers.
 
@@ -45,6 +50,8 @@ def build_server_app(
         core: The process core the routes serve.
         worker_process: Run the workers in a supervised child process instead of threads
             (only for a store other processes can open; see `workers_can_run_apart`).
+        ready_file: Written once the workers claim jobs, removed when they stop (what
+            ``reflexio services start`` waits for before it says "ready").
         mounts: ASGI apps to serve under ``/api`` (see ``api.mounts``).
     """
     app = create_app(core, mounts=mounts)
@@ -52,7 +59,7 @@ def build_server_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with _workers(core, worker_process), app_lifespan(app):
+        async with _workers(core, worker_process, ready_file), app_lifespan(app):
             yield
 
     app.router.lifespan_context = lifespan
@@ -60,20 +67,27 @@ def build_server_app(
 
 
 @asynccontextmanager
-async def _workers(core: Core, worker_process: bool) -> AsyncIterator[None]:
-    """Run the job workers (a child process or threads) while the server runs; close the core after."""
+async def _workers(core: Core, worker_process: bool, ready_file: Path | None) -> AsyncIterator[None]:
+    """Run the job workers (a child process or threads) while the server runs; close the core after.
+
+    ``ready_file`` is written once the workers claim jobs and removed when they stop.
+    """
     pool, child = None, None
     if core.settings.workers > 0 and worker_process:
-        child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS)
-        child.start()
+        child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS, ready_file=ready_file)
+        child.start()  # the child announces itself once its workers run
     elif core.settings.workers > 0:
         pool = start_pool(core)
+        if ready_file is not None:
+            announce_ready(ready_file)
     try:
         yield
     finally:
         if child is not None:
             child.stop()
         if pool is not None:
+            if ready_file is not None:
+                ready_file.unlink(missing_ok=True)
             pool.stop(SHUTDOWN_GRACE_SECONDS)
         core.close()
 
@@ -90,7 +104,7 @@ def serve(settings: Settings, *, mounts: Sequence[MountFactory] = ()) -> None:
     core = open_core(settings)
     telemetry.observe(job_stats=core.storage.job_stats, llm_usage=core.storage.llm_usage_by_org)
     apart = settings.worker_process and workers_can_run_apart(core)
-    app = build_server_app(core, worker_process=apart, mounts=mounts)
+    app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file, mounts=mounts)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False

@@ -2,8 +2,10 @@
 
 Why a process and not threads beside the API: worker threads share the API's GIL, so a
 learning step in pure Python (the rule extractor, tokenising for the embedder) makes a
-publish wait for the interpreter. ``bench/ingest`` measured the SQLite publish-ack p95 at
-~10-16 ms with two worker threads in the API process against ~4 ms with none. The child is
+publish wait for the interpreter: with worker threads in the API process the publish-ack
+p95 is more than twice what it is with the worker process or with no workers at all
+(``python -m bench.ingest``; bench/results/ingest-worker-threads.json against ingest.json
+and ingest-no-workers.json). The child is
 ``python -m reflexio worker --niceness 10``: lowering its CPU priority makes the kernel run
 API requests first and give learning the spare CPU, and both processes queue for SQLite
 writes on one ``flock`` (see ``storage.sqlite``), which wakes a waiting publish the moment
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from reflexio.config import Settings
 
@@ -47,8 +50,16 @@ HEALTHY_AFTER_SECONDS = 60.0
 class WorkerProcess:
     """One supervised ``reflexio worker`` child of the API server."""
 
-    def __init__(self, settings: Settings, *, grace_seconds: float, niceness: int = WORKER_NICENESS) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        grace_seconds: float,
+        niceness: int = WORKER_NICENESS,
+        ready_file: Path | None = None,
+    ) -> None:
         self._settings = settings
+        self._ready_file = ready_file
         self._grace = grace_seconds
         self._niceness = niceness
         self._stopping = threading.Event()
@@ -71,10 +82,13 @@ class WorkerProcess:
             str(self._niceness),
             "--parent-pid",
             str(os.getpid()),
+            *(["--ready-file", str(self._ready_file)] if self._ready_file is not None else []),
         ]
 
     def start(self) -> None:
         """Spawn the child and the thread that restarts it when it dies."""
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)  # left by a previous server on this port
         self._spawn()
         self._supervisor.start()
 
@@ -83,6 +97,8 @@ class WorkerProcess:
         self._stopping.set()
         with self._lock:
             child, self._child = self._child, None
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)
         if child is not None and child.poll() is None:
             child.terminate()
             try:

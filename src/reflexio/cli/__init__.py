@@ -38,18 +38,15 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode=None,
 )
 
 
 def _print_version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from reflexio._version import __version__
 
-        try:
-            typer.echo(f"reflexio {version('reflexio')}")
-        except PackageNotFoundError:
-            typer.echo("reflexio (not installed)")
+        typer.echo(f"reflexio {__version__}")
         raise typer.Exit()
 
 

@@ -19,10 +19,10 @@ import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, settings, wants_json
 from reflexio.cli.output import Result, Table, run
-from reflexio.client import ReflexioClient
 from reflexio.errors import BadRequestError
 
 if TYPE_CHECKING:
+    from reflexio.client import ReflexioClient
     from reflexio.records import ApiKeyRecord
     from reflexio.service.core import Core
 
@@ -185,7 +185,15 @@ def _key_row(record: ApiKeyRecord) -> dict[str, Any]:
 
 @keys.command("create")
 def create_key(
-    org: Annotated[str, typer.Option("--org", help="The org the key acts for.")],
+    org: Annotated[
+        str | None,
+        typer.Option(
+            "--org",
+            help="The org the key acts for (default: the default org, $REFLEXIO_DEFAULT_ORG_ID or "
+            "self-host-org, which holds everything published without a key).",
+            show_default=False,
+        ),
+    ] = None,
     name: Annotated[str, typer.Option("--name", help="A label to tell keys apart.")] = "",
     reviewer: Annotated[
         bool, typer.Option("--reviewer", help="Offer it the review tools (approve, reject) over MCP.")
@@ -196,20 +204,22 @@ def create_key(
     """Create an API key for an org and print it once (only its hash is stored).
 
     Once any key exists the server requires one on every request; a key created while the
-    server runs works at once. With --json the key is in the "key" field.
+    server runs works at once. Without --org the key is for the default org, so what was
+    published before any key existed stays visible to it. With --json the key is in the
+    "key" field.
     """
 
     def action() -> Result:
         from reflexio.service import keys as key_service
 
         with _core(storage_url) as core:
-            record, plain = key_service.create_key(core, org, name, reviewer=reviewer)
-        data = {"key": plain, **_key_row(record)}
-        return Result(
-            data,
-            message=f"Created API key {record.id} for org {org}. Copy it now, it is not shown again:",
-            fields={"key": plain},
-        )
+            chosen = org if org is not None else core.settings.default_org_id
+            record, plain = key_service.create_key(core, chosen, name, reviewer=reviewer)
+            notes = key_service.keyless_data_notes(core, record.org_id)
+        data = {"key": plain, **_key_row(record), "default_org_id": core.settings.default_org_id}
+        fields: dict[str, Any] = {"key": plain} | ({"note": notes} if notes else {})
+        message = f"Created API key {record.id} for org {record.org_id}. Copy it now, it is not shown again:"
+        return Result(data | {"notes": notes}, message=message, fields=fields)
 
     run(wants_json(as_json), action)
 

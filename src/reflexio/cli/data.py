@@ -10,18 +10,21 @@ import json
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, wants_json
 from reflexio.cli.output import Result, Table, jsonable, run
 from reflexio.errors import BadRequestError
-from reflexio.models import (
-    ExportUserDataResponse,
-    PublishUserInteractionResponse,
-    UnifiedSearchViewResponse,
-)
+
+if TYPE_CHECKING:
+    from reflexio.client import ReflexioClient
+    from reflexio.models import (
+        ExportUserDataResponse,
+        PublishUserInteractionResponse,
+        UnifiedSearchViewResponse,
+    )
 
 __all__ = ["export", "publish", "register", "search"]
 
@@ -106,7 +109,8 @@ def publish(
                 request_id=request_id,
                 **extra,
             )
-        return _published(response, chosen_session, len(turns))
+            learned = _learned(api, user, response.request_id) if wait and response.request_id else None
+        return _published(response, chosen_session, len(turns), learned)
 
     run(wants_json(as_json), action)
 
@@ -138,14 +142,39 @@ def _message_turns(user: str | None, agent: str | None, expert: str | None) -> l
     return turns
 
 
-def _published(response: PublishUserInteractionResponse, session: str, count: int) -> Result:
+def _learned(api: ReflexioClient, user: str, request_id: str) -> list[str]:
+    """What the request taught, one line per learning (profiles, then playbooks)."""
+    from reflexio.models import rule_line
+
+    profiles = api.get_profiles(user_id=user, top_k=100).user_profiles
+    rules = api.get_user_playbooks(user_id=user, request_id=request_id, limit=100).user_playbooks
+    return [
+        *(
+            f"profile {p.profile_id}: {p.content}"
+            for p in profiles
+            if p.generated_from_request_id == request_id
+        ),
+        *(f"user playbook {r.user_playbook_id}: {rule_line(r.trigger, r.content)}" for r in rules),
+    ]
+
+
+def _published(
+    response: PublishUserInteractionResponse, session: str, count: int, learned: list[str] | None
+) -> Result:
     data = jsonable(response) | {"session_id": session}
     fields: dict[str, Any] = {"session": session, "learning": response.learning_status or "scheduled"}
+    if response.learning_reason:
+        fields["why"] = response.learning_reason
     counts = {
         "profiles added": response.profiles_added,
         "playbooks added": response.playbooks_added,
     }
     fields |= {name: value for name, value in counts.items() if value is not None}
+    if learned is not None:
+        data["learned"] = learned
+        fields["learned"] = (
+            learned or "nothing new (no fact, preference, correction or lesson in these turns)"
+        )
     if response.warnings:
         fields["warnings"] = response.warnings
     return Result(data, message=f"Published {count} turn(s) as request {response.request_id}", fields=fields)

@@ -8,7 +8,6 @@ command exits non-zero only when a check is an ``error``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -20,8 +19,7 @@ import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, client_settings, settings, wants_json
 from reflexio.cli.output import Result, Table, run
-from reflexio.config import Settings
-from reflexio.models.secrets import mask_url
+from reflexio.config import LITELLM_MISSING, Settings, litellm_installed
 
 if TYPE_CHECKING:
     from reflexio.embed import Embedder
@@ -121,6 +119,7 @@ def _embedder(chosen: Settings) -> tuple[Embedder, Check]:
 
 
 def _storage(chosen: Settings, embedder: Embedder) -> tuple[Storage | None, Check]:
+    from reflexio.models.secrets import mask_url
     from reflexio.storage import open_storage
 
     shown = mask_url(chosen.storage_url)
@@ -169,18 +168,17 @@ def _llm(chosen: Settings, storage: Storage | None, org: str | None) -> Check:
     models = resolve_llm(config, chosen)
     env_keys = ", ".join(sorted(chosen.provider_keys())) or "none"
     if models is None:
+        install = (
+            "" if litellm_installed() else " (and LiteLLM is not installed: pip install 'reflexio[llm]')"
+        )
         return Check(
             "LLM provider",
             "missing",
             "no provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) or llm_config in the org config; "
-            "the offline rule extractor will be used",
+            f"the offline rule extractor will be used{install}",
         )
-    if importlib.util.find_spec("litellm") is None:
-        return Check(
-            "LLM provider",
-            "warn",
-            "a provider is configured but litellm is not installed: pip install 'reflexio[llm]'",
-        )
+    if not litellm_installed():
+        return Check("LLM provider", "error", f"{LITELLM_MISSING}; until then every learning job fails")
     model = models.extraction.model
     return Check(
         "LLM provider", "ok", f"extraction with {model} (provider keys in the environment: {env_keys})"

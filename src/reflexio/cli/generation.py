@@ -10,14 +10,16 @@ progress (it runs as a durable job). These commands register on the ``profiles``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from reflexio.cli.learnings import profiles, user_playbooks
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, wants_json
 from reflexio.cli.output import Result, run
-from reflexio.client import ReflexioClient
+
+if TYPE_CHECKING:
+    from reflexio.client import ReflexioClient
 
 __all__: list[str] = []
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, wants_json
 from reflexio.cli.output import Result, Table, run
-from reflexio.models import DEFAULT_AGENT_VERSION, AgentPlaybookView, ProfileView, Status, UserPlaybookView
+
+if TYPE_CHECKING:
+    from reflexio.models import AgentPlaybookView, ProfileView, Status, UserPlaybookView
 
 __all__ = ["agent_playbooks", "profiles", "user_playbooks"]
 
@@ -51,6 +53,20 @@ _AGENT_RULE_COLUMNS = (
 )
 
 
+NewAgentVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--agent-version", help="Agent version (default: agent-v0, the server's default).", show_default=False
+    ),
+]
+
+
+def _agent_version(given: str | None) -> str:
+    from reflexio.models import DEFAULT_AGENT_VERSION
+
+    return given or DEFAULT_AGENT_VERSION
+
+
 def _rows(items: Sequence[ProfileView | UserPlaybookView | AgentPlaybookView]) -> list[dict[str, Any]]:
     return [item.model_dump(mode="json") for item in items]
 
@@ -58,6 +74,11 @@ def _rows(items: Sequence[ProfileView | UserPlaybookView | AgentPlaybookView]) -
 def _states(names: list[str] | None) -> list[Status | str | None] | None:
     """``--status`` values as the client's status filter (``current`` is the current version)."""
     return [*names] if names else None
+
+
+def _ids(ids: Sequence[int | str]) -> str:
+    """New ids as a person reads them (a server older than ours answers none)."""
+    return ", ".join(map(str, ids)) or "(the server did not say its id)"
 
 
 def _done(data: Any, message: str) -> Result:
@@ -177,9 +198,7 @@ def list_user_playbooks(
 def add_user_playbook(
     content: Annotated[str, typer.Option("--content", help="The instruction to follow.")],
     user: Annotated[str | None, typer.Option("--user", help="The user it is for.")] = None,
-    agent_version: Annotated[
-        str, typer.Option("--agent-version", help="Agent version.")
-    ] = DEFAULT_AGENT_VERSION,
+    agent_version: NewAgentVersion = None,
     trigger: Trigger = None,
     rationale: Rationale = None,
     name: Name = "",
@@ -192,7 +211,7 @@ def add_user_playbook(
     def action() -> Result:
         rule = {
             "user_id": user,
-            "agent_version": agent_version,
+            "agent_version": _agent_version(agent_version),
             "request_id": f"cli-{uuid.uuid4().hex[:12]}",
             "playbook_name": name,
             "content": content,
@@ -201,7 +220,7 @@ def add_user_playbook(
         }
         with client(url, api_key) as api:
             response = api.add_user_playbook([rule])
-        return _done(response, f"Added {response.added_count} user playbook(s)")
+        return _done(response, f"Added user playbook {_ids(response.user_playbook_ids)}")
 
     run(wants_json(as_json), action)
 
@@ -254,9 +273,7 @@ def list_agent_playbooks(
 @agent_playbooks.command("add")
 def add_agent_playbook(
     content: Annotated[str, typer.Option("--content", help="The instruction every user's session gets.")],
-    agent_version: Annotated[
-        str, typer.Option("--agent-version", help="Agent version.")
-    ] = DEFAULT_AGENT_VERSION,
+    agent_version: NewAgentVersion = None,
     trigger: Trigger = None,
     rationale: Rationale = None,
     name: Name = "",
@@ -271,7 +288,7 @@ def add_agent_playbook(
 
     def action() -> Result:
         rule = {
-            "agent_version": agent_version,
+            "agent_version": _agent_version(agent_version),
             "playbook_name": name,
             "content": content,
             "trigger": trigger,
@@ -280,7 +297,11 @@ def add_agent_playbook(
         }
         with client(url, api_key) as api:
             response = api.add_agent_playbooks([rule])
-        return _done(response, f"Added {response.added_count} agent playbook(s)")
+        new_id = _ids(response.agent_playbook_ids)
+        review = (
+            "" if status == "approved" else f"; approve it with `reflexio agent-playbooks approve {new_id}`"
+        )
+        return _done(response, f"Added agent playbook {new_id} ({status}){review}")
 
     run(wants_json(as_json), action)
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reflexio.client import ReflexioClient
 from reflexio.config import ClientSettings, Settings
+
+if TYPE_CHECKING:
+    from reflexio.client import ReflexioClient
 
 __all__ = [
     "GLOBALS",
@@ -81,6 +83,8 @@ def client_settings(url: str = "", api_key: str = "") -> ClientSettings:
 
 def client(url: str = "", api_key: str = "", timeout: float = 300.0) -> ReflexioClient:
     """A client for the server the flags (or the environment) name."""
+    from reflexio.client import ReflexioClient  # the client and its models load only when used
+
     chosen = client_settings(url, api_key)
     return ReflexioClient(api_key=chosen.api_key, url_endpoint=chosen.url, timeout=timeout)
 

@@ -13,15 +13,16 @@ import dataclasses
 import datetime as dt
 import enum
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import pydantic
 import typer
-from rich.console import Console
-from rich.table import Table as RichTable
+
+if TYPE_CHECKING:
+    from rich.table import Table as RichTable
 
 from reflexio.errors import (
     AuthenticationError,
@@ -49,6 +50,27 @@ EXIT_CODES: Mapping[type[ReflexioError], int] = {
 
 #: Longest text shown in a table cell; ``--json`` always carries the whole value.
 _CELL_CHARS = 200
+#: Headers for columns whose JSON key is long: a table must fit 80 columns without breaking a
+#: header in the middle of a word, so headers are short single words and never narrower than
+#: themselves (long values fold instead).
+HEADERS: Mapping[str, str] = {
+    "profile_id": "id",
+    "user_playbook_id": "id",
+    "agent_playbook_id": "id",
+    "profile_time_to_live": "ttl",
+    "last_modified_timestamp": "updated",
+    "agent_version": "version",
+    "playbook_status": "review",
+    "created_at": "created",
+    "updated_at": "updated",
+    "revoked_at": "revoked",
+    "run_at": "due",
+    "max_attempts": "max",
+    "last_error": "error",
+    "log_file": "log",
+    "user_id": "user",
+    "org_id": "org",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +104,19 @@ class Result:
     exit_code: int = 0
 
 
+def _pydantic() -> Any:
+    """pydantic if something imported it already, else None.
+
+    A value can only be a pydantic model (or a pydantic error) once pydantic is imported, and
+    commands that never touch a model (``--help``, ``services``) should not pay to import it.
+    """
+    return sys.modules.get("pydantic")
+
+
 def jsonable(data: Any) -> Any:
     """``data`` with pydantic models, dataclasses, enums, paths and times turned into JSON types."""
-    if isinstance(data, pydantic.BaseModel):
+    pydantic = _pydantic()
+    if pydantic is not None and isinstance(data, pydantic.BaseModel):
         return data.model_dump(mode="json")
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
         return jsonable(dataclasses.asdict(data))
@@ -111,21 +143,31 @@ def emit(result: Result, *, as_json: bool) -> None:
     if as_json or result.document:
         print_json(result.data)
         return
+    from rich.console import Console
+
     console = Console(soft_wrap=True)
     if result.message:
         console.print(result.message, markup=False, highlight=False)
     for key, value in result.fields.items():
-        console.print(f"{key}: {_cell(key, value)}", markup=False, highlight=False)
+        if isinstance(value, list | tuple) and value and all(isinstance(item, str) for item in value):
+            console.print(f"{key}:", markup=False, highlight=False)  # one line per item, uncut
+            for item in value:
+                console.print(f"  - {item}", markup=False, highlight=False)
+        else:
+            console.print(f"{key}: {_cell(key, value)}", markup=False, highlight=False)
     for table in result.tables:
         console.print(_rich_table(table))
 
 
 def _rich_table(table: Table) -> RichTable | str:
+    from rich.table import Table as RichTable
+
     if not table.rows:
         return f"{table.title}: {table.empty}" if table.title else table.empty
     rendered = RichTable(title=table.title or None, title_justify="left", show_lines=False)
     for column in table.columns:
-        rendered.add_column(column, overflow="fold")
+        header = HEADERS.get(column, column)
+        rendered.add_column(header, overflow="fold", min_width=len(header))
     for row in table.rows:
         rendered.add_row(*(_cell(column, row.get(column)) for column in table.columns))
     return rendered
@@ -158,12 +200,22 @@ def _when(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
+#: What a person does about a failure of this kind, said after the problem.
+_FIXES: Mapping[type[ReflexioError], str] = {
+    AuthenticationError: (
+        "set REFLEXIO_API_KEY or pass --api-key (an administrator creates keys with `reflexio keys create`)"
+    ),
+}
+
+
 def _describe(exc: Exception) -> tuple[str, str, int]:
-    """The JSON ``error`` code, the message and the exit status of a failure."""
+    """The JSON ``error`` code, the message (with its fix) and the exit status of a failure."""
     if isinstance(exc, ReflexioError):
         status = next((EXIT_CODES[cls] for cls in type(exc).__mro__ if cls in EXIT_CODES), 1)
-        return exc.code, exc.message, status
-    if isinstance(exc, pydantic.ValidationError):
+        fix = next((_FIXES[cls] for cls in type(exc).__mro__ if cls in _FIXES), None)
+        return exc.code, f"{exc.message}; {fix}" if fix else exc.message, status
+    pydantic = _pydantic()
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
         return ValidationError.code, problems, EXIT_CODES[ValidationError]
     if isinstance(exc, ValueError):
@@ -180,12 +232,15 @@ def fail(exc: Exception, *, as_json: bool) -> NoReturn:
     if as_json:
         print_json({"error": code, "detail": message})
     else:
+        from rich.console import Console
+
         Console(stderr=True, soft_wrap=True).print(f"Error: {message}", markup=False, highlight=False)
     raise typer.Exit(status)
 
 
-#: The failures a command reports as an error line rather than a traceback.
-_EXPECTED = (ReflexioError, pydantic.ValidationError, ValueError, OSError)
+#: The failures a command reports as an error line rather than a traceback (pydantic's
+#: ValidationError is a ValueError).
+_EXPECTED = (ReflexioError, ValueError, OSError)
 
 
 def run(as_json: bool, action: Callable[[], Result]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 
 from reflexio.cli import process
@@ -40,8 +40,8 @@ app = typer.Typer(
 
 #: Seconds `stop` waits after SIGTERM before SIGKILL (the server gives its workers 20).
 DEFAULT_GRACE_SECONDS = 30.0
-#: Seconds `start` waits for the server to answer /health/ready.
-DEFAULT_START_TIMEOUT_SECONDS = 60.0
+#: Seconds `start` waits for the server to answer /health/ready and its workers to run.
+DEFAULT_START_TIMEOUT_SECONDS = 120.0
 
 HostOpt = Annotated[str | None, typer.Option("--host", help="Interface to bind (default 127.0.0.1).")]
 PortOpt = Annotated[int | None, typer.Option("--port", help="Port to bind (default 8081).", min=1, max=65535)]
@@ -139,6 +139,8 @@ def _describe(files: ServerFiles, pid: int | None) -> dict[str, Any]:
 
 def _health(url: str, timeout: float = 2.0) -> str:
     """``healthy``, ``unhealthy`` (answers 503) or ``unreachable``."""
+    import httpx  # only the commands that probe a server pay for importing it
+
     parsed = httpx.URL(url)
     if not process.listening(parsed.host, parsed.port or 80):
         return "unreachable"
@@ -176,21 +178,33 @@ def start(
         int | None, typer.Option("--workers", help="Job worker threads (default 2; 0 = none).", min=0)
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for the server to become ready.")
+        float,
+        typer.Option("--timeout", help="Seconds to wait for the API and its job workers to be ready."),
     ] = DEFAULT_START_TIMEOUT_SECONDS,
     as_json: JsonOpt = False,
 ) -> None:
     """Start the API on 127.0.0.1:8081 with SQLite under ~/.reflexio and its job workers.
 
     By default the server runs in the background (pid and log under ~/.reflexio/run) and this
-    command returns once it answers /health/ready. Use --foreground to run it attached, as a
-    container entrypoint or under a process supervisor.
+    command says what it is doing, then returns once the API answers /health/ready and its job
+    workers run ("ready": learning starts with the first publish). Use --foreground to run it
+    attached, as a container entrypoint or under a process supervisor.
     """
     chosen = settings(host=host, port=port, workers=workers)
     if foreground:
         run(wants_json(as_json), lambda: _serve_attached(chosen))
     else:
-        run(wants_json(as_json), lambda: _start_background(chosen, timeout))
+        say = _silent if wants_json(as_json) else _to_stderr
+        run(wants_json(as_json), lambda: _start_background(chosen, timeout, say))
+
+
+def _silent(_: str) -> None:
+    return None
+
+
+def _to_stderr(line: str) -> None:
+    """Progress for a person (stderr, so stdout keeps only the result)."""
+    typer.echo(line, err=True)
 
 
 def _serve_attached(chosen: Settings) -> Result:
@@ -211,18 +225,61 @@ def _serve_attached(chosen: Settings) -> Result:
     return Result({"stopped": True, "port": chosen.port}, message=f"Reflexio on port {chosen.port} stopped")
 
 
-def _start_background(chosen: Settings, timeout: float) -> Result:
+def _start_background(chosen: Settings, timeout: float, say: Callable[[str], None]) -> Result:
+    from reflexio.models.secrets import mask_url
+
     files = ServerFiles(chosen.run_dir, chosen.port)
     _refuse_if_running(files, chosen.host)
-    child = _spawn(chosen, files)
     url = _url(chosen.host, chosen.port)
+    deadline = time.monotonic() + timeout
+    say(f"Starting Reflexio at {url} (storage {mask_url(chosen.storage_url)}; log {files.log_file})...")
+    child = _spawn(chosen, files)
     _await_ready(child, url, files, timeout)
-    data = _describe(files, child.pid) | {"started": True, "pid": child.pid, "health": "healthy"}
-    return Result(
-        data,
-        message=f"Reflexio is running at {url} (pid {child.pid})",
-        fields={"log": files.log_file, "stop with": f"reflexio services stop --port {chosen.port}"},
+    workers_ready = True
+    if chosen.workers > 0:
+        say("The API answers; waiting for the job workers to start (they load the embedding model)...")
+        workers_ready = _await_workers(child, chosen.workers_ready_file, deadline)
+    data = _describe(files, child.pid) | {
+        "started": True,
+        "pid": child.pid,
+        "health": "healthy",
+        "workers_ready": workers_ready,
+    }
+    fields: dict[str, Any] = {
+        "log": files.log_file,
+        "stop with": f"reflexio services stop --port {chosen.port}",
+    }
+    fields |= _command_hint()
+    if not workers_ready:
+        message = (
+            f"Reflexio answers at {url} (pid {child.pid}), but its job workers did not start within "
+            f"{timeout:.0f}s: publishes are stored, learning waits for them; see {files.log_file}"
+        )
+        return Result(data, message=message, fields=fields, exit_code=1)
+    learning = (
+        "learning starts with the first publish" if chosen.workers > 0 else "no job workers (--workers 0)"
     )
+    return Result(data, message=f"Reflexio is ready at {url} (pid {child.pid}): {learning}", fields=fields)
+
+
+def _await_workers(child: subprocess.Popen[bytes], ready_file: Path, deadline: float) -> bool:
+    """Wait until the server's workers announce they claim jobs (or the server dies, or time runs out)."""
+    while time.monotonic() < deadline:
+        if ready_file.exists():
+            return True
+        if child.poll() is not None:
+            return False
+        time.sleep(0.2)
+    return ready_file.exists()
+
+
+def _command_hint() -> dict[str, str]:
+    """Where the ``reflexio`` command is, when the shell would not find it (a fresh clone's .venv)."""
+    here = Path(sys.executable).parent / "reflexio"
+    found = shutil.which("reflexio")
+    if not here.exists() or (found is not None and Path(found).resolve() == here.resolve()):
+        return {}
+    return {"reflexio command": f"{here} (or `source {here.parent / 'activate'}` to put it on PATH)"}
 
 
 def _spawn(chosen: Settings, files: ServerFiles) -> subprocess.Popen[bytes]:

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,7 +23,6 @@ from reflexio.cli import process
 from reflexio.cli.options import JsonOpt, settings, wants_json
 from reflexio.cli.output import Result, run
 from reflexio.config import Settings
-from reflexio.models.secrets import mask_url
 
 if TYPE_CHECKING:
     from reflexio.service.core import Core
@@ -64,6 +64,10 @@ def worker(
         int | None,
         typer.Option("--parent-pid", hidden=True, help="Stop when this process (our parent) is gone."),
     ] = None,
+    ready_file: Annotated[
+        Path | None,
+        typer.Option("--ready-file", hidden=True, help="Write this file once the workers claim jobs."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run background job workers (learning, session evaluation) until SIGTERM or Ctrl-C.
@@ -74,10 +78,12 @@ def worker(
     chosen = settings(storage_url=storage_url)
     if niceness and hasattr(os, "nice"):  # POSIX only; elsewhere the worker keeps normal priority
         os.nice(niceness)
-    run(wants_json(as_json), lambda: _work(chosen, concurrency, grace, parent_pid))
+    run(wants_json(as_json), lambda: _work(chosen, concurrency, grace, parent_pid, ready_file))
 
 
-def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int | None) -> Result:
+def _work(
+    chosen: Settings, concurrency: int | None, grace: float, parent: int | None, ready: Path | None = None
+) -> Result:
     from reflexio import telemetry
     from reflexio.service.core import open_core
 
@@ -85,6 +91,8 @@ def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int |
     logging.basicConfig(
         level=chosen.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from reflexio.models.secrets import mask_url
+
     size = concurrency or (chosen.workers if chosen.workers > 0 else DEFAULT_CONCURRENCY)
     where = mask_url(chosen.storage_url)
     with process.signalled() as stop:  # a signal while opening storage still ends us cleanly
@@ -94,7 +102,7 @@ def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int |
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         core = open_core(chosen)
         try:
-            _serve_queue(core, size, grace, stop, parent)
+            _serve_queue(core, size, grace, stop, parent, ready)
         finally:
             core.close()
     log.info("worker stopped")
@@ -103,7 +111,12 @@ def _work(chosen: Settings, concurrency: int | None, grace: float, parent: int |
 
 
 def _serve_queue(
-    core: Core, size: int, grace: float, stop: threading.Event, parent: int | None = None
+    core: Core,
+    size: int,
+    grace: float,
+    stop: threading.Event,
+    parent: int | None = None,
+    ready: Path | None = None,
 ) -> None:
     """Run a pool of ``size`` workers until ``stop`` is set, then shut it down gracefully.
 
@@ -111,16 +124,21 @@ def _serve_queue(
     its child: a server killed with SIGKILL cannot stop its worker process, so the worker
     notices it was orphaned (even when that happened while it was still starting).
     """
-    from reflexio.service.workers import start_pool
+    from reflexio.models.secrets import mask_url
+    from reflexio.service.workers import announce_ready, start_pool
 
     if stop.is_set():
         return
     pool = start_pool(core, size)
     where = mask_url(core.settings.storage_url)
     log.info("worker started: %s thread(s) on %s; stop with SIGTERM or Ctrl-C", pool.size, where)
+    if ready is not None:
+        announce_ready(ready)
     while not stop.wait(0.5):
         if parent is not None and os.getppid() != parent:
             log.warning("the server that started this worker (pid %s) is gone", parent)
             break
+    if ready is not None:
+        ready.unlink(missing_ok=True)  # learning stops with us
     log.info("stopping: finishing or releasing the jobs in hand (up to %.0fs)", grace)
     pool.stop(grace)

@@ -27,6 +27,7 @@ from reflexio.models import (
     GetInteractionsViewResponse,
     GetRequestsRequest,
     GetRequestsViewResponse,
+    Interaction,
     InteractionData,
     PublishUserInteractionRequest,
     PublishUserInteractionResponse,
@@ -53,7 +54,7 @@ __all__ = [
 
 def publish_interaction(
     user_id: str,
-    interactions: Sequence[InteractionData | Mapping[str, Any]],
+    interactions: Sequence[InteractionData | Interaction | Mapping[str, Any]],
     source: str = "",
     agent_version: str = DEFAULT_AGENT_VERSION,
     session_id: str | None = None,
@@ -76,11 +77,14 @@ def publish_interaction(
 
     Args:
         user_id: Whose session this is; profiles are learned per user.
-        interactions: The turns, as :class:`~reflexio.InteractionData` or dicts. Unknown
-            keys and empty turns are stripped locally and reported in ``warnings``.
+        interactions: The turns, as :class:`~reflexio.InteractionData` or dicts (or
+            :class:`~reflexio.Interaction`, as Reflexio 0.2.7 wrote them). Unknown keys and
+            empty turns are stripped locally and reported in ``warnings``.
         source: Non-sensitive producer label (``^[a-z0-9][a-z0-9._:-]{0,127}$`` or ``""``).
         agent_version: Version of the agent that answered; agent playbooks are per version.
-        session_id: Required: the conversation this exchange belongs to.
+        session_id: The conversation this exchange belongs to. Required, unless
+            ``request_id`` is given: then the request is its own session (Reflexio 0.2.7 had
+            no sessions).
         wait_for_response: Ask the server to finish learning before answering (slower; the
             response then carries real profile and playbook counts).
         skip_aggregation: Extract learnings but do not aggregate them into agent playbooks.
@@ -97,16 +101,18 @@ def publish_interaction(
         lists what was stripped locally.
 
     Raises:
-        ValueError: ``session_id`` is missing or blank (nothing was sent).
+        ValueError: ``session_id`` (and ``request_id``) is missing or blank (nothing was sent).
         pydantic.ValidationError: The payload is malformed (nothing was sent).
     """
+    if session_id is None and request_id:
+        session_id = request_id
     if session_id is None or not session_id.strip():
         raise ValueError("session_id is required and cannot be empty")
     request = PublishUserInteractionRequest.model_validate(
         {
             "request_id": request_id,
             "user_id": user_id,
-            "interaction_data_list": list(interactions),
+            "interaction_data_list": [_turn(item) for item in interactions],
             "source": source,
             "agent_version": agent_version,
             "session_id": session_id,
@@ -127,7 +133,21 @@ def publish_interaction(
         return response
 
     params = {"wait_for_response": "true"} if wait_for_response else None
-    return single(Call("POST", "/api/publish_interaction", finish, params=params, json=dump(request)))
+    # Only what the caller set: a turn's created_at left unset is the server's to fill, so a
+    # retry with the same request_id from a new process is the same request, not a 409.
+    body = request.model_dump(mode="json", exclude_unset=True)
+    return single(Call("POST", "/api/publish_interaction", finish, params=params, json=body))
+
+
+#: The fields a published turn has (a stored ``Interaction`` also has ids and counts).
+_TURN_FIELDS = set(InteractionData.model_fields)
+
+
+def _turn(item: InteractionData | Interaction | Mapping[str, Any]) -> InteractionData | Mapping[str, Any]:
+    """A turn to publish: an ``Interaction`` becomes the ``InteractionData`` it describes."""
+    if isinstance(item, Interaction):
+        return InteractionData.model_validate(item.model_dump(include=_TURN_FIELDS, exclude_unset=True))
+    return item
 
 
 def get_learning_status(request_id: str) -> Plan[str]:

@@ -18,9 +18,11 @@ from reflexio.models import (
     Config,
     ExportUserDataResponse,
     ReadinessResponse,
+    SetConfigRequest,
     SetConfigResponse,
     VersionResponse,
     WhoamiResponse,
+    WireModel,
 )
 
 __all__ = [
@@ -82,7 +84,7 @@ def get_config() -> Plan[Config]:
     return single(Call("GET", "/api/get_config", Config.from_stored))
 
 
-def set_config(config: Config | Mapping[str, Any]) -> Plan[SetConfigResponse]:
+def set_config(config: Config | SetConfigRequest | Mapping[str, Any]) -> Plan[SetConfigResponse]:
     """Replace the org's whole configuration.
 
     Typical use is read-modify-write: ``cfg = client.get_config()``, change a field,
@@ -90,7 +92,8 @@ def set_config(config: Config | Mapping[str, Any]) -> Plan[SetConfigResponse]:
     rejects unknown keys at every level.
 
     Args:
-        config: The complete config.
+        config: The complete config (or a ``SetConfigRequest`` holding it, as Reflexio
+            0.2.7 wrote it).
 
     Returns:
         Whether it was stored.
@@ -100,6 +103,8 @@ def set_config(config: Config | Mapping[str, Any]) -> Plan[SetConfigResponse]:
         ConflictError: The write tried to change the retrieval experiment, which has its own
             lifecycle, or raced another write.
     """
+    if isinstance(config, SetConfigRequest):
+        config = config.config
     body = dump(config) if isinstance(config, BaseModel) else dict(config)
     return single(Call("POST", "/api/set_config", parse_as(SetConfigResponse), json=body))
 
@@ -160,7 +165,7 @@ def export_user_data(user_id: str) -> Plan[ExportUserDataResponse]:
 # mirror them leniently (unknown fields kept) until they move to reflexio.models.
 
 
-class JobView(BaseModel):
+class JobView(WireModel):
     """One background job as ``GET /api/jobs`` lists it (times are epoch seconds)."""
 
     model_config = ConfigDict(extra="allow")
@@ -180,7 +185,7 @@ class JobView(BaseModel):
     finished_at: float | None = None
 
 
-class ListJobsResponse(BaseModel):
+class ListJobsResponse(WireModel):
     """Jobs of the org, newest first."""
 
     model_config = ConfigDict(extra="allow")
@@ -190,7 +195,7 @@ class ListJobsResponse(BaseModel):
     msg: str | None = None
 
 
-class RetryJobsResponse(BaseModel):
+class RetryJobsResponse(WireModel):
     """How many dead jobs went back to the queue."""
 
     model_config = ConfigDict(extra="allow")

@@ -14,17 +14,16 @@ same :class:`~reflexio.errors.ReflexioError` subclass the server raised.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import httpx
 import pydantic
 
+from reflexio._version import __version__
 from reflexio.errors import ReflexioError, ServiceUnavailableError, error_for_status
 
 __all__ = [
@@ -135,10 +134,7 @@ def dump(model: pydantic.BaseModel) -> Any:
 
 
 def _user_agent() -> str:
-    try:
-        return f"reflexio-python/{version('reflexio')}"
-    except PackageNotFoundError:
-        return "reflexio-python/unknown"
+    return f"reflexio-python/{__version__}"
 
 
 def client_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any]:
@@ -150,7 +146,17 @@ def client_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any
     headers = {"Accept": "application/json", "User-Agent": _user_agent()}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    return {"base_url": base_url, "headers": headers, "timeout": timeout, "follow_redirects": False}
+    # Every request goes to base_url and redirects are refused, so a plain-http server is never
+    # reached over TLS: loading the CA bundle for it would only add to every command's start-up
+    # (bench/results/design-figures.md; the CLI's start-up times are bench/results/cli.json).
+    verify = base_url.lower().startswith("https://")
+    return {
+        "base_url": base_url,
+        "headers": headers,
+        "timeout": timeout,
+        "follow_redirects": False,
+        "verify": verify,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,6 +185,8 @@ def run_sync(http: httpx.Client, plan: Plan[T]) -> T:
 
 async def run_async(http: httpx.AsyncClient, plan: Plan[T]) -> T:
     """Drive ``plan`` to its result with non-blocking HTTP; the async twin of :func:`run_sync`."""
+    import asyncio  # already loaded by whoever awaits this; blocking callers never pay for it
+
     value: Any = None
     error: ReflexioError | None = None
     while True:
@@ -222,8 +230,13 @@ def _unreachable(base_url: httpx.URL, call: Call[Any], exc: httpx.HTTPError) -> 
         reason = f"no answer in time ({type(exc).__name__})"
     else:
         reason = str(exc) or type(exc).__name__
+    fix = (
+        "point REFLEXIO_URL (or --url) at a running server"
+        if isinstance(exc, httpx.TimeoutException)
+        else "is it running? Start it with `reflexio services start`, or point REFLEXIO_URL (or --url) at it"
+    )
     return ServiceUnavailableError(
-        f"cannot reach Reflexio at {url} ({call.method}): {reason}",
+        f"cannot reach Reflexio at {url} ({call.method}): {reason}; {fix}",
         details={"url": str(url)},
     )
 

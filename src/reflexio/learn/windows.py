@@ -29,6 +29,7 @@ __all__ = [
     "EXTRACTORS",
     "Window",
     "WindowLearner",
+    "automatic_extractors",
     "enabled_extractors",
     "plan_windows",
     "run_extraction",
@@ -73,6 +74,17 @@ def enabled_extractors(config: Config) -> tuple[str, ...]:
     if config.user_playbook_extractor_config is not None:
         out.append("playbook")
     return tuple(out)
+
+
+def automatic_extractors(config: Config) -> tuple[str, ...]:
+    """The enabled extractors that learn from every publish.
+
+    A profile extractor with ``manual_trigger`` is left out: it learns only when asked (a
+    manual generation or a rerun), as in Reflexio.
+    """
+    profile = config.profile_extractor_config
+    manual = profile is not None and profile.manual_trigger
+    return tuple(e for e in enabled_extractors(config) if not (manual and e == "profile"))
 
 
 def window_params(config: Config, extractor: str) -> tuple[int, int]:
@@ -155,7 +167,8 @@ def run_extraction(ctx: JobContext, storage: Storage, config: Config, learn: Win
     job = ctx.job
     user_id = str(job.payload["user_id"])
     flush = bool(job.payload.get("flush"))
-    plans = [_windows_for(storage, config, job.org_id, user_id, e, flush) for e in enabled_extractors(config)]
+    names = enabled_extractors(config) if job.payload.get("manual") else automatic_extractors(config)
+    plans = [_windows_for(storage, config, job.org_id, user_id, e, flush) for e in names]
     windows = _merge_plans(plans)
     for i, window in enumerate(windows):
         changes = learn(window)

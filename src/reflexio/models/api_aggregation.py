@@ -6,11 +6,9 @@ marked: result counts beyond the original four, the reasons clusters were skippe
 history of an agent playbook and the pending-review queue a dashboard lists.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reflexio.models.api_generation import AgentVersion
 from reflexio.models.entities import (
@@ -21,7 +19,7 @@ from reflexio.models.entities import (
     RetrievedLearningKind,
     UserPlaybookView,
 )
-from reflexio.models.fields import DEFAULT_AGENT_VERSION, NonEmptyStr, now_epoch
+from reflexio.models.fields import DEFAULT_AGENT_VERSION, NonEmptyStr, WireModel, now_epoch
 
 __all__ = [
     "AgentPlaybookHistoryRequest",
@@ -43,7 +41,7 @@ __all__ = [
 OperationState = Literal["queued", "running", "retrying", "succeeded", "failed"]
 
 
-class PlaybookAggregationOperationRequest(BaseModel):
+class PlaybookAggregationOperationRequest(WireModel):
     """Start a durable aggregation of one agent version's user playbooks (202 + operation id).
 
     ``request_id`` is the caller's idempotency key: the same id returns the same operation.
@@ -56,7 +54,7 @@ class PlaybookAggregationOperationRequest(BaseModel):
     full: bool = False
 
 
-class PlaybookAggregationResult(BaseModel):
+class PlaybookAggregationResult(WireModel):
     """What one aggregation run did (the first four are 0.2.32's)."""
 
     clusters_found: int = 0
@@ -74,7 +72,7 @@ class PlaybookAggregationResult(BaseModel):
     failed_clusters: int = 0  # addition: clusters left for the next run (unusable model answer)
 
 
-class PlaybookAggregationOperation(BaseModel):
+class PlaybookAggregationOperation(WireModel):
     """A durable aggregation: its state, attempts, progress and, once done, its result."""
 
     operation_id: str
@@ -90,7 +88,7 @@ class PlaybookAggregationOperation(BaseModel):
     finished_at: int | None = None
 
 
-class AgentPlaybookSnapshot(BaseModel):
+class AgentPlaybookSnapshot(WireModel):
     """An agent playbook as a change log records it (no vector, no lifecycle bookkeeping)."""
 
     agent_playbook_id: int
@@ -104,14 +102,14 @@ class AgentPlaybookSnapshot(BaseModel):
     playbook_metadata: str = ""
 
 
-class AgentPlaybookUpdateEntry(BaseModel):
+class AgentPlaybookUpdateEntry(WireModel):
     """One agent playbook before and after a run changed it."""
 
     before: AgentPlaybookSnapshot
     after: AgentPlaybookSnapshot
 
 
-class PlaybookAggregationChangeLog(BaseModel):
+class PlaybookAggregationChangeLog(WireModel):
     """What one aggregation run added, retired and rewrote."""
 
     id: int = 0
@@ -124,7 +122,7 @@ class PlaybookAggregationChangeLog(BaseModel):
     updated_agent_playbooks: list[AgentPlaybookUpdateEntry] = Field(default_factory=list)
 
 
-class PlaybookAggregationChangeLogResponse(BaseModel):
+class PlaybookAggregationChangeLogResponse(WireModel):
     """The latest change logs of one (playbook name, agent version), newest first."""
 
     success: bool
@@ -132,14 +130,14 @@ class PlaybookAggregationChangeLogResponse(BaseModel):
     msg: str | None = None
 
 
-class GetLearningProvenanceRequest(BaseModel):
+class GetLearningProvenanceRequest(WireModel):
     """Where a learning came from: ``kind`` and its wire id."""
 
     kind: RetrievedLearningKind
     id: NonEmptyStr
 
 
-class GetLearningProvenanceResponse(BaseModel):
+class GetLearningProvenanceResponse(WireModel):
     """The chain from a learning down to the interactions it was learned from.
 
     ``exact`` when every link is stored; ``best_effort`` when some source is gone (a user
@@ -159,7 +157,7 @@ class GetLearningProvenanceResponse(BaseModel):
     msg: str | None = None
 
 
-class ReviewEvent(BaseModel):
+class ReviewEvent(WireModel):
     """One entry of an agent playbook's history: what was done, by whom, and why."""
 
     event: str
@@ -170,13 +168,13 @@ class ReviewEvent(BaseModel):
     after: dict[str, Any] | None = None
 
 
-class AgentPlaybookHistoryRequest(BaseModel):
+class AgentPlaybookHistoryRequest(WireModel):
     """The history of one agent playbook (addition)."""
 
     agent_playbook_id: int = Field(gt=0)
 
 
-class AgentPlaybookHistoryResponse(BaseModel):
+class AgentPlaybookHistoryResponse(WireModel):
     """Every event of an agent playbook, newest first, refused attempts included (addition)."""
 
     success: bool = True
@@ -185,7 +183,7 @@ class AgentPlaybookHistoryResponse(BaseModel):
     events: list[ReviewEvent] = Field(default_factory=list)
 
 
-class PendingReviewItem(BaseModel):
+class PendingReviewItem(WireModel):
     """A playbook waiting for review, with its evidence (addition, for review screens)."""
 
     agent_playbook: AgentPlaybookView
@@ -195,7 +193,7 @@ class PendingReviewItem(BaseModel):
     follows_rejected_agent_playbook_id: int | None = None
 
 
-class PendingReviewResponse(BaseModel):
+class PendingReviewResponse(WireModel):
     """The review queue and the counts per review state (addition)."""
 
     success: bool = True

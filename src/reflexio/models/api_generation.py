@@ -6,11 +6,9 @@ pending and current versions of learnings. Evaluation results are the session-su
 retrieved-learning verdicts the reflect step produces.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, TypeAlias
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, Field
 
 from reflexio.models.entities import (
     EvaluationResultView,
@@ -22,6 +20,7 @@ from reflexio.models.fields import (
     NonEmptyStr,
     SessionOutcomeSource,
     TimeWindow,
+    WireModel,
 )
 
 __all__ = [
@@ -74,7 +73,7 @@ class RerunProfileGenerationRequest(TimeWindow):
     extractor_names: list[str] | None = None  # accepted and ignored: one extractor per org
 
 
-class RerunProfileGenerationResponse(BaseModel):
+class RerunProfileGenerationResponse(WireModel):
     """The rerun was started (or refused); poll the operation for its result."""
 
     success: bool
@@ -83,7 +82,7 @@ class RerunProfileGenerationResponse(BaseModel):
     operation_id: str = "rerun_profile_generation"
 
 
-class ManualProfileGenerationRequest(BaseModel):
+class ManualProfileGenerationRequest(WireModel):
     """Extract profiles now from the latest window of interactions; results are current."""
 
     user_id: str | None = None
@@ -91,7 +90,7 @@ class ManualProfileGenerationRequest(BaseModel):
     extractor_names: list[str] | None = None  # accepted and ignored
 
 
-class ManualProfileGenerationResponse(BaseModel):
+class ManualProfileGenerationResponse(WireModel):
     """Outcome of a manual profile run."""
 
     success: bool
@@ -99,7 +98,7 @@ class ManualProfileGenerationResponse(BaseModel):
     profiles_generated: int | None = None
 
 
-class UpgradeProfilesRequest(BaseModel):
+class UpgradeProfilesRequest(WireModel):
     """Promote pending profiles to current, archiving the current ones (``None`` = all users)."""
 
     user_id: str | None = None
@@ -107,7 +106,7 @@ class UpgradeProfilesRequest(BaseModel):
     only_affected_users: bool = False
 
 
-class UpgradeProfilesResponse(BaseModel):
+class UpgradeProfilesResponse(WireModel):
     """Counts of what an upgrade changed."""
 
     success: bool
@@ -117,7 +116,7 @@ class UpgradeProfilesResponse(BaseModel):
     message: str = ""
 
 
-class DowngradeProfilesRequest(BaseModel):
+class DowngradeProfilesRequest(WireModel):
     """Undo an upgrade: current back to pending, archived back to current."""
 
     user_id: str | None = None
@@ -125,7 +124,7 @@ class DowngradeProfilesRequest(BaseModel):
     only_affected_users: bool = False
 
 
-class DowngradeProfilesResponse(BaseModel):
+class DowngradeProfilesResponse(WireModel):
     """Counts of what a downgrade changed."""
 
     success: bool
@@ -147,7 +146,7 @@ class RerunPlaybookGenerationRequest(TimeWindow):
     source: SessionOutcomeSource | None = None
 
 
-class RerunPlaybookGenerationResponse(BaseModel):
+class RerunPlaybookGenerationResponse(WireModel):
     """The rerun was started (or refused); poll the operation for its result."""
 
     success: bool
@@ -156,7 +155,7 @@ class RerunPlaybookGenerationResponse(BaseModel):
     operation_id: str = "rerun_playbook_generation"
 
 
-class ManualPlaybookGenerationRequest(BaseModel):
+class ManualPlaybookGenerationRequest(WireModel):
     """Extract user playbooks now from the latest window; results are current."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
@@ -164,7 +163,7 @@ class ManualPlaybookGenerationRequest(BaseModel):
     playbook_name: str | None = None  # accepted and ignored
 
 
-class ManualPlaybookGenerationResponse(BaseModel):
+class ManualPlaybookGenerationResponse(WireModel):
     """Outcome of a manual playbook run."""
 
     success: bool
@@ -172,7 +171,7 @@ class ManualPlaybookGenerationResponse(BaseModel):
     playbooks_generated: int | None = None
 
 
-class UpgradeUserPlaybooksRequest(BaseModel):
+class UpgradeUserPlaybooksRequest(WireModel):
     """Promote pending user playbooks to current."""
 
     agent_version: str | None = None
@@ -180,7 +179,7 @@ class UpgradeUserPlaybooksRequest(BaseModel):
     archive_current: bool = True
 
 
-class UpgradeUserPlaybooksResponse(BaseModel):
+class UpgradeUserPlaybooksResponse(WireModel):
     """Counts of what an upgrade changed."""
 
     success: bool
@@ -190,14 +189,14 @@ class UpgradeUserPlaybooksResponse(BaseModel):
     message: str = ""
 
 
-class DowngradeUserPlaybooksRequest(BaseModel):
+class DowngradeUserPlaybooksRequest(WireModel):
     """Undo a user playbook upgrade."""
 
     agent_version: str | None = None
     playbook_name: str | None = None
 
 
-class DowngradeUserPlaybooksResponse(BaseModel):
+class DowngradeUserPlaybooksResponse(WireModel):
     """Counts of what a downgrade changed."""
 
     success: bool
@@ -206,14 +205,14 @@ class DowngradeUserPlaybooksResponse(BaseModel):
     message: str = ""
 
 
-class RunPlaybookAggregationRequest(BaseModel):
+class RunPlaybookAggregationRequest(WireModel):
     """Cluster an agent version's user playbooks into agent playbooks now."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
     playbook_name: NonEmptyStr = "playbook"
 
 
-class RunPlaybookAggregationResponse(BaseModel):
+class RunPlaybookAggregationResponse(WireModel):
     """Outcome of an aggregation run."""
 
     success: bool
@@ -225,7 +224,7 @@ class RunPlaybookAggregationResponse(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class OperationStatusInfo(BaseModel):
+class OperationStatusInfo(WireModel):
     """Progress of one long operation, as the client polls it until a terminal status."""
 
     service_name: str
@@ -244,13 +243,13 @@ class OperationStatusInfo(BaseModel):
     progress_percentage: float = Field(default=0.0, ge=0.0, le=100.0)
 
 
-class GetOperationStatusRequest(BaseModel):
+class GetOperationStatusRequest(WireModel):
     """Which operation to report on (``profile_generation`` or ``playbook_generation``)."""
 
     service_name: str = "profile_generation"
 
 
-class GetOperationStatusResponse(BaseModel):
+class GetOperationStatusResponse(WireModel):
     """The latest state of the named operation, if one ever ran."""
 
     success: bool
@@ -270,7 +269,7 @@ class GetAgentSuccessEvaluationResultsRequest(TimeWindow):
     agent_version: str | None = None
 
 
-class GetEvaluationResultsViewResponse(BaseModel):
+class GetEvaluationResultsViewResponse(WireModel):
     """Session-success verdicts."""
 
     success: bool
@@ -286,7 +285,7 @@ class GetRetrievedLearningEvaluationResultsRequest(TimeWindow):
     limit: int = Field(default=100, ge=1, le=1_000)
 
 
-class GetRetrievedLearningEvaluationResultsResponse(BaseModel):
+class GetRetrievedLearningEvaluationResultsResponse(WireModel):
     """Per-learning relevance and impact verdicts."""
 
     success: bool

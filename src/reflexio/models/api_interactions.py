@@ -6,11 +6,9 @@ rejects a batch that is entirely empty, and keeps a bounded, log-safe record of 
 key it stripped so the server can answer with ``warnings`` instead of losing a typo silently.
 """
 
-from __future__ import annotations
-
 from typing import Final, Literal, Self
 
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from reflexio.models.entities import (
     CONTENT_BEARING_FIELDS,
@@ -25,6 +23,7 @@ from reflexio.models.fields import (
     NonEmptyStr,
     SessionOutcomeSource,
     TimeWindow,
+    WireModel,
 )
 
 __all__ = [
@@ -154,6 +153,12 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
         """Positions, in the list as sent, of the empty turns that were dropped."""
         return list(self._skipped_empty_indices)
 
+    def sent_positions(self) -> list[int]:
+        """Position, in the list as sent, of each kept turn (what warnings and errors name)."""
+        skipped = set(self._skipped_empty_indices)
+        sent = range(len(self.interaction_data_list) + len(skipped))
+        return [index for index in sent if index not in skipped]
+
     def unknown_fields(self) -> list[str]:
         """Every stripped key as a path, e.g. ``interaction_data_list[3].tools_used[0].stat``."""
         nested = [
@@ -195,7 +200,7 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
         )
 
 
-class PublishUserInteractionResponse(BaseModel):
+class PublishUserInteractionResponse(WireModel):
     """Answer to a publish: stored or not, what was altered, and where learning stands.
 
     ``learning_status`` is ``"done"`` or ``"deferred"``; ``learning_reason`` says why.
@@ -216,7 +221,7 @@ class PublishUserInteractionResponse(BaseModel):
     learning_reason: str | None = None
 
 
-class LearningStatusResponse(BaseModel):
+class LearningStatusResponse(WireModel):
     """How far learning has got with one published request (``GET /api/learning_status``).
 
     ``not_tracked`` is for requests stored before status tracking existed.
@@ -226,14 +231,14 @@ class LearningStatusResponse(BaseModel):
     reason: str | None = None
 
 
-class FinalizeSessionRequest(BaseModel):
+class FinalizeSessionRequest(WireModel):
     """A hint that a session is over, so it can be learned from and judged without waiting."""
 
     user_id: NonEmptyStr
     session_id: NonEmptyStr
 
 
-class FinalizeSessionResponse(BaseModel):
+class FinalizeSessionResponse(WireModel):
     """Whether the hint was accepted; learning still runs asynchronously."""
 
     success: bool
@@ -253,7 +258,7 @@ class GetInteractionsRequest(TimeWindow):
     top_k: int | None = Field(default=30, gt=0)
 
 
-class GetInteractionsViewResponse(BaseModel):
+class GetInteractionsViewResponse(WireModel):
     """Turns returned by ``get_interactions`` and ``get_all_interactions``."""
 
     success: bool
@@ -273,7 +278,7 @@ class SearchInteractionRequest(TimeWindow):
     search_mode: SearchMode = SearchMode.HYBRID
 
 
-class SearchInteractionsViewResponse(BaseModel):
+class SearchInteractionsViewResponse(WireModel):
     """Turns matching a ``search_interactions`` query."""
 
     success: bool
@@ -292,21 +297,21 @@ class GetRequestsRequest(TimeWindow):
     offset: int | None = Field(default=0, ge=0)
 
 
-class RequestDataView(BaseModel):
+class RequestDataView(WireModel):
     """One request and its turns."""
 
     request: Request
     interactions: list[InteractionView]
 
 
-class SessionView(BaseModel):
+class SessionView(WireModel):
     """One session: every request in it, in order."""
 
     session_id: str
     requests: list[RequestDataView]
 
 
-class GetRequestsViewResponse(BaseModel):
+class GetRequestsViewResponse(WireModel):
     """A page of sessions; ``has_more`` says whether another page exists."""
 
     success: bool
@@ -320,40 +325,40 @@ class GetRequestsViewResponse(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class DeleteUserInteractionRequest(BaseModel):
+class DeleteUserInteractionRequest(WireModel):
     """Delete one turn of one user."""
 
     user_id: NonEmptyStr
     interaction_id: int = Field(gt=0)
 
 
-class DeleteUserInteractionResponse(BaseModel):
+class DeleteUserInteractionResponse(WireModel):
     """Outcome of deleting a turn."""
 
     success: bool
     message: str = ""
 
 
-class DeleteRequestRequest(BaseModel):
+class DeleteRequestRequest(WireModel):
     """Delete a request and its turns."""
 
     request_id: NonEmptyStr
 
 
-class DeleteRequestResponse(BaseModel):
+class DeleteRequestResponse(WireModel):
     """Outcome of deleting a request."""
 
     success: bool
     message: str = ""
 
 
-class DeleteSessionRequest(BaseModel):
+class DeleteSessionRequest(WireModel):
     """Delete every request of a session."""
 
     session_id: NonEmptyStr
 
 
-class DeleteSessionResponse(BaseModel):
+class DeleteSessionResponse(WireModel):
     """Outcome of deleting a session, with how many requests went."""
 
     success: bool
@@ -361,13 +366,13 @@ class DeleteSessionResponse(BaseModel):
     deleted_requests_count: int = 0
 
 
-class DeleteRequestsByIdsRequest(BaseModel):
+class DeleteRequestsByIdsRequest(WireModel):
     """Delete several requests at once."""
 
     request_ids: list[str] = Field(min_length=1, max_length=10_000)
 
 
-class BulkDeleteResponse(BaseModel):
+class BulkDeleteResponse(WireModel):
     """Outcome of any bulk or delete-all route."""
 
     success: bool

@@ -5,11 +5,9 @@ Learnings are user profiles, user playbooks and agent playbooks. Searching them 
 ``status_filter`` lists use ``null`` for the current version (see ``Status``).
 """
 
-from __future__ import annotations
-
 from typing import Any, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from reflexio.models.entities import (
     AgentPlaybook,
@@ -22,7 +20,7 @@ from reflexio.models.entities import (
     UserPlaybookView,
     UserProfile,
 )
-from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow
+from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow, WireModel
 
 __all__ = [
     "AddAgentPlaybookRequest",
@@ -63,7 +61,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-class AddUserProfileRequest(BaseModel):
+class AddUserProfileRequest(WireModel):
     """Store profiles directly, bypassing extraction; each needs content to be embedded."""
 
     user_profiles: list[UserProfile] = Field(min_length=1)
@@ -76,12 +74,13 @@ class AddUserProfileRequest(BaseModel):
         return self
 
 
-class AddUserProfileResponse(BaseModel):
-    """How many profiles were stored."""
+class AddUserProfileResponse(WireModel):
+    """How many profiles were stored, and their ids (ours: Reflexio answered the count only)."""
 
     success: bool
     message: str | None = None
     added_count: int = 0
+    profile_ids: list[str] = Field(default_factory=list)
 
 
 class GetUserProfilesRequest(TimeWindow):
@@ -97,7 +96,7 @@ class GetUserProfilesRequest(TimeWindow):
     tags: list[str] | None = None
 
 
-class GetProfilesViewResponse(BaseModel):
+class GetProfilesViewResponse(WireModel):
     """Profiles returned by ``get_profiles`` and ``get_all_profiles``."""
 
     success: bool
@@ -105,7 +104,7 @@ class GetProfilesViewResponse(BaseModel):
     msg: str | None = None
 
 
-class UpdateUserProfileRequest(BaseModel):
+class UpdateUserProfileRequest(WireModel):
     """Change a profile's content and/or custom features; ``None`` leaves a field alone."""
 
     user_id: str
@@ -114,21 +113,21 @@ class UpdateUserProfileRequest(BaseModel):
     custom_features: dict[str, Any] | None = None
 
 
-class UpdateUserProfileResponse(BaseModel):
+class UpdateUserProfileResponse(WireModel):
     """Outcome of a profile update."""
 
     success: bool
     msg: str | None = None
 
 
-class ProfileChangeLogViewResponse(BaseModel):
+class ProfileChangeLogViewResponse(WireModel):
     """Every recorded profile change of the organisation."""
 
     success: bool
     profile_change_logs: list[ProfileChangeLogView]
 
 
-class GetProfileStatisticsResponse(BaseModel):
+class GetProfileStatisticsResponse(WireModel):
     """Profile counts by lifecycle state."""
 
     success: bool
@@ -139,7 +138,7 @@ class GetProfileStatisticsResponse(BaseModel):
     msg: str | None = None
 
 
-class DeleteUserProfileRequest(BaseModel):
+class DeleteUserProfileRequest(WireModel):
     """Delete one profile by id, or the user's profiles matching ``search_query``."""
 
     user_id: NonEmptyStr
@@ -147,14 +146,14 @@ class DeleteUserProfileRequest(BaseModel):
     search_query: str = ""
 
 
-class DeleteUserProfileResponse(BaseModel):
+class DeleteUserProfileResponse(WireModel):
     """Outcome of a profile delete."""
 
     success: bool
     message: str = ""
 
 
-class DeleteProfilesByIdsRequest(BaseModel):
+class DeleteProfilesByIdsRequest(WireModel):
     """Delete several profiles at once."""
 
     profile_ids: list[str] = Field(min_length=1, max_length=10_000)
@@ -165,7 +164,7 @@ class DeleteProfilesByIdsRequest(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class AddUserPlaybookRequest(BaseModel):
+class AddUserPlaybookRequest(WireModel):
     """Store user playbooks directly; each needs a content or a trigger to be embedded."""
 
     user_playbooks: list[UserPlaybook] = Field(min_length=1, max_length=1_000)
@@ -180,26 +179,28 @@ class AddUserPlaybookRequest(BaseModel):
         return self
 
 
-class AddUserPlaybookResponse(BaseModel):
-    """How many user playbooks were stored."""
+class AddUserPlaybookResponse(WireModel):
+    """How many user playbooks were stored, and their ids (ours: Reflexio answered the count only)."""
 
     success: bool
     message: str | None = None
     added_count: int = 0
+    user_playbook_ids: list[int] = Field(default_factory=list)
 
 
-class AddAgentPlaybookRequest(BaseModel):
+class AddAgentPlaybookRequest(WireModel):
     """Store agent playbooks directly (for example, hand-written rules)."""
 
     agent_playbooks: list[AgentPlaybook] = Field(min_length=1)
 
 
-class AddAgentPlaybookResponse(BaseModel):
-    """How many agent playbooks were stored."""
+class AddAgentPlaybookResponse(WireModel):
+    """How many agent playbooks were stored, and their ids (ours: Reflexio answered the count only)."""
 
     success: bool
     message: str | None = None
     added_count: int = 0
+    agent_playbook_ids: list[int] = Field(default_factory=list)
 
 
 class GetUserPlaybooksRequest(TimeWindow):
@@ -216,7 +217,7 @@ class GetUserPlaybooksRequest(TimeWindow):
     tags: list[str] | None = None
 
 
-class GetUserPlaybooksViewResponse(BaseModel):
+class GetUserPlaybooksViewResponse(WireModel):
     """User playbooks returned by ``get_user_playbooks``."""
 
     success: bool
@@ -239,7 +240,7 @@ class GetAgentPlaybooksRequest(TimeWindow):
     session_id: str | None = None
 
 
-class GetAgentPlaybooksViewResponse(BaseModel):
+class GetAgentPlaybooksViewResponse(WireModel):
     """Agent playbooks returned by ``get_agent_playbooks``."""
 
     success: bool
@@ -247,7 +248,7 @@ class GetAgentPlaybooksViewResponse(BaseModel):
     msg: str | None = None
 
 
-class UpdatePlaybookStatusRequest(BaseModel):
+class UpdatePlaybookStatusRequest(WireModel):
     """Approve, reject or re-open an agent playbook.
 
     Additions: ``expected_status`` is the state the reviewer acted on (a different current
@@ -261,14 +262,14 @@ class UpdatePlaybookStatusRequest(BaseModel):
     note: str | None = Field(default=None, max_length=4_000)
 
 
-class UpdatePlaybookStatusResponse(BaseModel):
+class UpdatePlaybookStatusResponse(WireModel):
     """Outcome of a review decision."""
 
     success: bool
     msg: str | None = None
 
 
-class UpdateAgentPlaybookRequest(BaseModel):
+class UpdateAgentPlaybookRequest(WireModel):
     """Edit an agent playbook; ``None`` leaves a field alone."""
 
     agent_playbook_id: int = Field(gt=0)
@@ -281,14 +282,14 @@ class UpdateAgentPlaybookRequest(BaseModel):
     note: str | None = Field(default=None, max_length=4_000)  # addition: kept in the history
 
 
-class UpdateAgentPlaybookResponse(BaseModel):
+class UpdateAgentPlaybookResponse(WireModel):
     """Outcome of an agent playbook edit."""
 
     success: bool
     msg: str | None = None
 
 
-class UpdateUserPlaybookRequest(BaseModel):
+class UpdateUserPlaybookRequest(WireModel):
     """Edit a user playbook; ``None`` leaves a field alone."""
 
     user_playbook_id: int = Field(gt=0)
@@ -298,46 +299,46 @@ class UpdateUserPlaybookRequest(BaseModel):
     rationale: str | None = None
 
 
-class UpdateUserPlaybookResponse(BaseModel):
+class UpdateUserPlaybookResponse(WireModel):
     """Outcome of a user playbook edit."""
 
     success: bool
     msg: str | None = None
 
 
-class DeleteAgentPlaybookRequest(BaseModel):
+class DeleteAgentPlaybookRequest(WireModel):
     """Delete one agent playbook."""
 
     agent_playbook_id: int = Field(gt=0)
 
 
-class DeleteAgentPlaybookResponse(BaseModel):
+class DeleteAgentPlaybookResponse(WireModel):
     """Outcome of an agent playbook delete."""
 
     success: bool
     message: str = ""
 
 
-class DeleteUserPlaybookRequest(BaseModel):
+class DeleteUserPlaybookRequest(WireModel):
     """Delete one user playbook."""
 
     user_playbook_id: int = Field(gt=0)
 
 
-class DeleteUserPlaybookResponse(BaseModel):
+class DeleteUserPlaybookResponse(WireModel):
     """Outcome of a user playbook delete."""
 
     success: bool
     message: str = ""
 
 
-class DeleteAgentPlaybooksByIdsRequest(BaseModel):
+class DeleteAgentPlaybooksByIdsRequest(WireModel):
     """Delete several agent playbooks at once."""
 
     agent_playbook_ids: list[int] = Field(min_length=1, max_length=10_000)
 
 
-class DeleteUserPlaybooksByIdsRequest(BaseModel):
+class DeleteUserPlaybooksByIdsRequest(WireModel):
     """Delete several user playbooks at once."""
 
     user_playbook_ids: list[int] = Field(min_length=1, max_length=10_000)

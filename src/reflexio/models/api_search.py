@@ -6,11 +6,9 @@ budget (:meth:`UnifiedSearchViewResponse.to_prompt`), returning the ``retrieved_
 to publish for exactly the learnings that made it into the prompt.
 """
 
-from __future__ import annotations
-
 from typing import Literal, TypeAlias
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reflexio.models.entities import (
     AgentPlaybookView,
@@ -21,7 +19,7 @@ from reflexio.models.entities import (
     Status,
     UserPlaybookView,
 )
-from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow
+from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow, WireModel
 from reflexio.models.prompt import PromptBlock, PromptItem, pack_prompt, rule_line
 
 __all__ = [
@@ -41,14 +39,14 @@ __all__ = [
 UnifiedSearchEntityType: TypeAlias = Literal["profiles", "user_playbooks", "agent_playbooks"]
 
 
-class RetrievalExperimentAssignment(BaseModel):
+class RetrievalExperimentAssignment(WireModel):
     """Which arm of an active retrieval experiment the user is in (holdouts get nothing)."""
 
     experiment_id: str
     arm: Literal["treatment", "holdout"]
 
 
-class ConversationTurn(BaseModel):
+class ConversationTurn(WireModel):
     """A prior turn given to query rewriting for context."""
 
     role: NonEmptyStr
@@ -56,9 +54,13 @@ class ConversationTurn(BaseModel):
 
 
 class SearchUserProfileRequest(TimeWindow):
-    """Search one user's profiles; ``threshold=None`` means the embedder's default."""
+    """Search one user's profiles; ``threshold=None`` means the embedder's default.
 
-    user_id: NonEmptyStr
+    ``user_id`` is optional only because Reflexio 0.2.7's README searched without one; such a
+    search finds nothing (profiles are private to their user), and ``msg`` says why.
+    """
+
+    user_id: NonEmptyStr | None = None
     generated_from_request_id: str | None = None
     request_id: str | None = None
     session_id: str | None = None
@@ -73,7 +75,7 @@ class SearchUserProfileRequest(TimeWindow):
     search_mode: SearchMode = SearchMode.HYBRID
 
 
-class SearchProfilesViewResponse(BaseModel):
+class SearchProfilesViewResponse(WireModel):
     """Profiles matching a search, best first."""
 
     success: bool
@@ -100,7 +102,7 @@ class SearchUserPlaybookRequest(TimeWindow):
     session_id: str | None = Field(default=None, max_length=255)
 
 
-class SearchUserPlaybooksViewResponse(BaseModel):
+class SearchUserPlaybooksViewResponse(WireModel):
     """User playbooks matching a search, best first."""
 
     success: bool
@@ -131,7 +133,7 @@ class SearchAgentPlaybookRequest(TimeWindow):
     session_id: str | None = None
 
 
-class SearchAgentPlaybooksViewResponse(BaseModel):
+class SearchAgentPlaybooksViewResponse(WireModel):
     """Agent playbooks matching a search, best first."""
 
     success: bool
@@ -140,7 +142,7 @@ class SearchAgentPlaybooksViewResponse(BaseModel):
     experiment: RetrievalExperimentAssignment | None = None
 
 
-class UnifiedSearchRequest(BaseModel):
+class UnifiedSearchRequest(WireModel):
     """One search over profiles, user playbooks and agent playbooks.
 
     ``top_k`` applies per kind. ``agent_playbook_status_filter=None`` means approved and
@@ -170,7 +172,7 @@ class UnifiedSearchRequest(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
 
 
-class UnifiedSearchViewResponse(BaseModel):
+class UnifiedSearchViewResponse(WireModel):
     """What a unified search found, per kind and best first.
 
     ``degraded`` is always present: ``True`` means an arm did not answer (for example

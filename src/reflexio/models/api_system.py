@@ -5,12 +5,10 @@ probe them. ``export_user_data`` is ours: everything stored about one user, as o
 document, so a user can take their data away (and ``clear_user_data`` can remove it).
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reflexio.models.entities import (
     AgentSuccessEvaluationResult,
@@ -20,7 +18,8 @@ from reflexio.models.entities import (
     UserPlaybook,
     UserProfile,
 )
-from reflexio.models.fields import NonEmptyStr, now_epoch
+from reflexio.models.fields import NonEmptyStr, WireModel, now_epoch
+from reflexio.models.org_config import Config
 
 __all__ = [
     "ClearUserDataRequest",
@@ -30,13 +29,14 @@ __all__ = [
     "ReadinessCheck",
     "ReadinessResponse",
     "RootResponse",
+    "SetConfigRequest",
     "SetConfigResponse",
     "VersionResponse",
     "WhoamiResponse",
 ]
 
 
-class RootResponse(BaseModel):
+class RootResponse(WireModel):
     """Banner at ``GET /``: where the docs and the health check are."""
 
     service: str = "Reflexio API"
@@ -44,7 +44,7 @@ class RootResponse(BaseModel):
     health: str = "/health"
 
 
-class ReadinessCheck(BaseModel):
+class ReadinessCheck(WireModel):
     """One dependency's readiness, as reported under ``checks``."""
 
     status: Literal["passed", "failed", "pending", "not_checked"]
@@ -53,20 +53,20 @@ class ReadinessCheck(BaseModel):
     checked_at: datetime | None = None
 
 
-class ReadinessResponse(BaseModel):
+class ReadinessResponse(WireModel):
     """``GET /health`` and ``/health/ready``: 200 when healthy, 503 otherwise."""
 
     status: Literal["healthy", "unhealthy"] = "healthy"
     checks: dict[str, ReadinessCheck] = Field(default_factory=dict)
 
 
-class LivenessResponse(BaseModel):
+class LivenessResponse(WireModel):
     """``GET /health/live``: the process is up, whatever its dependencies say."""
 
     status: Literal["alive"] = "alive"
 
 
-class VersionResponse(BaseModel):
+class VersionResponse(WireModel):
     """``GET /meta/version``."""
 
     server_version: str
@@ -74,7 +74,7 @@ class VersionResponse(BaseModel):
     min_client_version: str = "0.1.0"
 
 
-class WhoamiResponse(BaseModel):
+class WhoamiResponse(WireModel):
     """The caller's organisation and where its data lives; never contains credentials."""
 
     success: bool
@@ -85,20 +85,26 @@ class WhoamiResponse(BaseModel):
     message: str = ""
 
 
-class SetConfigResponse(BaseModel):
+class SetConfigRequest(WireModel):
+    """A whole config to store: Reflexio 0.2.7's wrapper for ``set_config`` (the body is the config)."""
+
+    config: Config
+
+
+class SetConfigResponse(WireModel):
     """Outcome of ``set_config`` and ``update_config``."""
 
     success: bool
     msg: str | None = None
 
 
-class ClearUserDataRequest(BaseModel):
+class ClearUserDataRequest(WireModel):
     """Delete everything scoped to one user (agent playbooks are shared and stay)."""
 
     user_id: NonEmptyStr
 
 
-class ClearUserDataResponse(BaseModel):
+class ClearUserDataResponse(WireModel):
     """How many rows of each kind were deleted (keys such as ``interactions``, ``profiles``)."""
 
     success: bool
@@ -106,7 +112,7 @@ class ClearUserDataResponse(BaseModel):
     message: str | None = None
 
 
-class ExportUserDataResponse(BaseModel):
+class ExportUserDataResponse(WireModel):
     """Everything stored about one user (``GET /api/export_user_data?user_id=``).
 
     Every lifecycle state is included (archived, pending, tombstones) so the export is

@@ -10,8 +10,6 @@ One addition: the three learning views carry ``score`` (relevance, set on search
 which older clients ignore.
 """
 
-from __future__ import annotations
-
 from enum import Enum, IntEnum, StrEnum
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias, TypeVar
 
@@ -22,6 +20,7 @@ from reflexio.models.fields import (
     CapturesUnknownFields,
     ImageUrl,
     NonEmptyStr,
+    WireModel,
     now_epoch,
 )
 
@@ -103,7 +102,7 @@ class Status(str, Enum):  # noqa: UP042 - a StrEnum member cannot have the value
     are ``Status | None`` and a current row carries ``None``.
     """
 
-    def __new__(cls, value: str | None) -> Status:
+    def __new__(cls, value: str | None) -> "Status":
         member = str.__new__(cls, "" if value is None else value)
         member._value_ = value
         return member
@@ -176,7 +175,7 @@ LearningImpact: TypeAlias = Literal["positive", "negative", "neutral"]
 _MAX_TOOL_STATUS_LEN: Final = 100
 
 
-class BlockingIssue(BaseModel):
+class BlockingIssue(WireModel):
     """A capability the agent lacked, attached to a user playbook."""
 
     kind: BlockingIssueKind
@@ -301,7 +300,7 @@ def _none_as_empty(value: object) -> object:
 TagList: TypeAlias = Annotated[list[str], BeforeValidator(_none_as_empty)]
 
 
-class InteractionView(BaseModel):
+class InteractionView(WireModel):
     """A stored turn as responses show it: no image bytes, no citations (a server signal)."""
 
     interaction_id: int = 0
@@ -319,7 +318,7 @@ class InteractionView(BaseModel):
     retrieved_learnings: list[RetrievedLearning] = Field(default_factory=list)
 
 
-class ProfileView(BaseModel):
+class ProfileView(WireModel):
     """A user profile fact as responses show it; ``score`` is set on search results only."""
 
     profile_id: str
@@ -339,7 +338,7 @@ class ProfileView(BaseModel):
     score: float | None = None  # addition: relevance of a search hit
 
 
-class UserPlaybookView(BaseModel):
+class UserPlaybookView(WireModel):
     """A per-user behaviour rule as responses show it; ``score`` is set on search results."""
 
     user_playbook_id: int = 0
@@ -360,7 +359,7 @@ class UserPlaybookView(BaseModel):
     score: float | None = None  # addition: relevance of a search hit
 
 
-class AgentPlaybookView(BaseModel):
+class AgentPlaybookView(WireModel):
     """An agent-wide behaviour rule as responses show it; ``score`` is set on search results."""
 
     agent_playbook_id: int = 0
@@ -378,7 +377,7 @@ class AgentPlaybookView(BaseModel):
     score: float | None = None  # addition: relevance of a search hit
 
 
-class EvaluationResultView(BaseModel):
+class EvaluationResultView(WireModel):
     """A session-success verdict as responses show it."""
 
     result_id: int = 0
@@ -397,7 +396,7 @@ class EvaluationResultView(BaseModel):
     tags: list[str] | None = None
 
 
-class ProfileChangeLogView(BaseModel):
+class ProfileChangeLogView(WireModel):
     """Profiles one request added and removed, as responses show it."""
 
     id: int
@@ -426,8 +425,15 @@ def _view_of(view: type[ViewT], record: BaseModel) -> ViewT:
 
 
 class Interaction(InteractionView):
-    """A stored turn with everything the caller sent, including citations and image bytes."""
+    """A stored turn with everything the caller sent, including citations and image bytes.
 
+    Reflexio 0.2.7's README built turns to publish as ``Interaction(role=..., content=...)``, so
+    ``user_id`` and ``request_id`` may be left out here (the client publishes such a turn as
+    ``InteractionData``); stored turns always carry both.
+    """
+
+    user_id: str = ""
+    request_id: str = ""
     token_count: int | None = Field(default=None, ge=0)
     image_encoding: str = ""
     citations: list[Citation] = Field(default_factory=list)
@@ -447,7 +453,7 @@ def check_experiment_pair(experiment_id: str | None, arm: str | None) -> None:
         raise ValueError("retrieval_experiment_id and retrieval_experiment_arm must be provided together")
 
 
-class Request(BaseModel):
+class Request(WireModel):
     """One published request: the unit a session is made of.
 
     ``session_id`` must be non-empty here too, because the 0.2.16 client validates it when it
@@ -470,7 +476,7 @@ class Request(BaseModel):
         return self
 
 
-class UserProfile(BaseModel):
+class UserProfile(WireModel):
     """A fact or preference about one user, with its provenance and lifecycle."""
 
     profile_id: str
@@ -498,7 +504,7 @@ class UserProfile(BaseModel):
         return _view_of(ProfileView, self)
 
 
-class UserPlaybook(BaseModel):
+class UserPlaybook(WireModel):
     """A behaviour rule learned from one user's sessions."""
 
     user_playbook_id: int = 0
@@ -528,7 +534,7 @@ class UserPlaybook(BaseModel):
         return _view_of(UserPlaybookView, self)
 
 
-class AgentPlaybook(BaseModel):
+class AgentPlaybook(WireModel):
     """A behaviour rule generalised across users for one agent version, reviewed by a human."""
 
     agent_playbook_id: int = 0
@@ -553,7 +559,7 @@ class AgentPlaybook(BaseModel):
         return _view_of(AgentPlaybookView, self)
 
 
-class ProfileChangeLog(BaseModel):
+class ProfileChangeLog(WireModel):
     """The profiles one request added and removed."""
 
     id: int
@@ -579,7 +585,7 @@ class AgentSuccessEvaluationResult(EvaluationResultView):
         return _view_of(EvaluationResultView, self)
 
 
-class PlaybookDiagnosis(BaseModel):
+class PlaybookDiagnosis(WireModel):
     """Why an injected playbook helped or hurt: evidence-bounded, not proof of cause."""
 
     category: Literal["content_defect", "application_failure", "external_failure", "no_issue", "unknown"]
@@ -587,7 +593,7 @@ class PlaybookDiagnosis(BaseModel):
     evidence_interaction_ids: list[int] = Field(default_factory=list, max_length=20)
 
 
-class RetrievedLearningEvaluationResult(BaseModel):
+class RetrievedLearningEvaluationResult(WireModel):
     """The latest relevance and impact verdict for one learning injected into one turn.
 
     ``is_relevant``/``impact`` are ``None`` only when the judge failed for that learning.

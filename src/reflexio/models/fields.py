@@ -7,11 +7,10 @@ accepted (old plugins send extra bookkeeping) but reported back so a typo is not
 They live here once so every request and entity spells them the same way.
 """
 
-from __future__ import annotations
-
 import ipaddress
 import re
 import time
+from collections.abc import Generator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal, Self
 from urllib.parse import urlparse
@@ -38,6 +37,7 @@ __all__ = [
     "SanitizedNonEmptyStr",
     "SessionOutcomeSource",
     "TimeWindow",
+    "WireModel",
     "check_image_url",
     "check_time_range",
     "now_epoch",
@@ -144,7 +144,28 @@ SafeHttpUrl = Annotated[HttpUrl, AfterValidator(_reject_metadata_host)]
 """An http(s) URL the server will call (LLM endpoints), never a cloud metadata endpoint."""
 
 
-class TimeWindow(BaseModel):
+class WireModel(BaseModel):
+    """The base of every wire model: built on first use, and awaitable.
+
+    ``defer_build``: pydantic compiles a model's validator when the class is created, which for
+    ~150 wire models costs more than everything else a CLI command does; deferred, each model
+    is compiled the first time it validates or serialises, so a command pays only for the
+    models it uses.
+
+    ``__await__``: Reflexio 0.2.7's README awaited the client's methods (``await
+    client.publish_interaction(...)``). The blocking client's answers are these models, and
+    awaiting one gives back the model itself, so that code runs unchanged inside
+    ``asyncio.run`` (the call itself has already happened, synchronously).
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+    def __await__(self) -> Generator[Any, None, Self]:
+        yield from ()
+        return self
+
+
+class TimeWindow(WireModel):
     """Base for requests filtered by ``start_time``/``end_time``; the end must follow the start."""
 
     start_time: FilterTime | None = None
@@ -160,7 +181,7 @@ ImageUrl = Annotated[str, AfterValidator(check_image_url)]
 """An image URL a caller attaches to a turn; see :func:`check_image_url`."""
 
 
-class CapturesUnknownFields(BaseModel):
+class CapturesUnknownFields(WireModel):
     """Accept unknown keys, drop them, and remember their names so they can be reported.
 
     Rejecting unknown keys breaks first-party plugins that copy request-level bookkeeping

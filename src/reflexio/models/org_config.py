@@ -11,16 +11,15 @@ Our additions are marked as such: ``session_idle_seconds``, ``search_threshold``
 ``approval_required``.
 """
 
-from __future__ import annotations
-
+import functools
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, model_validator
 
 from reflexio.models.entities import StorageConfigTest
-from reflexio.models.fields import NonEmptyStr, SafeHttpUrl, SanitizedNonEmptyStr
+from reflexio.models.fields import NonEmptyStr, SafeHttpUrl, SanitizedNonEmptyStr, WireModel
 from reflexio.models.secrets import mask_secrets, restore_masked_secrets
 
 __all__ = [
@@ -42,6 +41,7 @@ __all__ = [
     "PendingToolCallConfig",
     "PendingToolCallToolOverrideConfig",
     "PlaybookAggregatorConfig",
+    "PlaybookConfig",
     "PlaybookOptimizerConfig",
     "ProfileExtractorConfig",
     "ProviderKeyConfig",
@@ -61,7 +61,7 @@ DEFAULT_WINDOW_SIZE: Final = 10
 DEFAULT_STRIDE_SIZE: Final = 8
 
 
-class _Strict(BaseModel):
+class _Strict(WireModel):
     """Config parts reject unknown keys, so a typo in a nested setting is an error, not a no-op."""
 
     model_config = ConfigDict(extra="forbid")
@@ -133,7 +133,13 @@ class StorageConfigManagedSupabase(_StorageConfig):
 StorageConfig = (
     StorageConfigSQLite | StorageConfigSupabase | StorageConfigPostgres | StorageConfigManagedSupabase | None
 )
-_STORAGE_CONFIG: Final[TypeAdapter[StorageConfig]] = TypeAdapter(StorageConfig)
+
+
+@functools.cache
+def _storage_config_adapter() -> TypeAdapter[StorageConfig]:
+    """Built on first use, like the models (``WireModel.defer_build``)."""
+    return TypeAdapter(StorageConfig)
+
 
 # ---------------------------------------------------------------------------------------------
 # LLM providers and models
@@ -185,7 +191,10 @@ class CustomEndpointConfig(_Strict):
 
 
 class APIKeyConfig(_Strict):
-    """Credentials per LLM provider; secrets here are masked on every read."""
+    """Credentials per LLM provider; secrets here are masked on every read.
+
+    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it.
+    """
 
     custom_endpoint: CustomEndpointConfig | None = None
     openai: OpenAIConfig | None = None
@@ -198,6 +207,16 @@ class APIKeyConfig(_Strict):
     zai: ProviderKeyConfig | None = None
     moonshot: ProviderKeyConfig | None = None
     xai: ProviderKeyConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            name: {"api_key": value} if isinstance(value, str) and name != "custom_endpoint" else value
+            for name, value in data.items()
+        }
 
 
 class LLMConfig(_Strict):
@@ -262,7 +281,7 @@ class ProfileExtractorConfig(_Strict):
     tagging_definition_prompt: str | None = None
     should_extract_profile_prompt_override: str | None = None
     request_sources_enabled: list[str] | None = None  # None = every source
-    manual_trigger: bool = False  # only extract when asked to
+    manual_trigger: bool = False  # publishes never run it; manual generation and reruns do
     window_size_override: int | None = Field(default=None, gt=0)
     stride_size_override: int | None = Field(default=None, gt=0)
 
@@ -331,6 +350,10 @@ class UserPlaybookExtractorConfig(_Strict):
         if isinstance(data, dict) and data.get("aggregation_config", ...) is None:
             del data["aggregation_config"]  # stored null meant "defaults"
         return data
+
+
+#: Reflexio 0.2.13's name for the playbook extractor config (``playbook_configs=[PlaybookConfig(...)]``).
+PlaybookConfig = UserPlaybookExtractorConfig
 
 
 class AgentSuccessConfig(_Strict):
@@ -442,7 +465,7 @@ class ExpiryReclamationConfig(_Strict):
 
 
 class GovernanceRetentionConfig(_Strict):
-    """How long audit events are kept (accepted; only enforced by enterprise sweeps)."""
+    """How long audit events are kept (enforced by enterprise sweeps; our server takes only the defaults)."""
 
     audit_events_retention_enabled: bool = False
     audit_events_retention_days: int = Field(default=365, gt=0)
@@ -618,14 +641,14 @@ class Config(_Strict):
         return self
 
     @classmethod
-    def from_stored(cls, data: Mapping[str, Any]) -> Config:
+    def from_stored(cls, data: Mapping[str, Any]) -> "Config":
         """Load a config written by any version, ignoring keys this version no longer knows.
 
         ``storage_config`` is still checked strictly first: leniency there could turn a
         damaged Postgres config into "SQLite" and quietly move an org to a local file.
         """
         upgraded = _upgrade_config_shape(dict(data))
-        _STORAGE_CONFIG.validate_python(upgraded.get("storage_config"))
+        _storage_config_adapter().validate_python(upgraded.get("storage_config"))
         return cls.model_validate(upgraded, extra="ignore")
 
     def masked(self) -> dict[str, Any]:
@@ -633,7 +656,7 @@ class Config(_Strict):
         masked: dict[str, Any] = mask_secrets(self.model_dump(mode="json"))
         return masked
 
-    def merge_update(self, update: Mapping[str, Any], *, partial: bool = False) -> Config:
+    def merge_update(self, update: Mapping[str, Any], *, partial: bool = False) -> "Config":
         """The config an API write produces when this one is stored.
 
         ``partial=False`` (``set_config``) replaces the whole config, except that the

@@ -7,19 +7,18 @@ dropped for the budget is dropped from the attribution too. The rendering rules 
 in ``reflexio.prompt_text`` (standard library only, for hooks that must start fast).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from reflexio.models.entities import RetrievedLearning
+from reflexio.models.fields import WireModel
 from reflexio.prompt_text import PromptItem, estimate_tokens, pack, rule_line
 
 __all__ = ["PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
 
 
-class PromptBlock(BaseModel):
+class PromptBlock(WireModel):
     """Learnings rendered for a prompt, plus the references to publish for exactly those.
 
     ``tokens`` is ``estimate_tokens(text)``.

@@ -15,7 +15,8 @@ Semantics (Reflexio's routes, minus its data-loss bugs; see ``service.rerun`` fo
 * **manual** (``manual_*_generation``) runs normal extraction now, with CURRENT output: it
   queues a flushing extraction job (debounced with any queued one) for each matching user and
   answers how many users were scheduled. Extraction jobs run every enabled extractor over the
-  user's turns since its bookmarks, so the filters choose users, not turns.
+  user's turns since its bookmarks, so the filters choose users, not turns. It is the only way
+  (besides a rerun) a profile extractor with ``manual_trigger`` learns: publishes never run it.
 * **upgrade / downgrade**: ``service.versions`` (one transaction each, scoped, audited).
 * **progress**: ``get_operation_status?service_name=profile_generation|playbook_generation``
   reports the latest rerun job of that extractor (queued or running → ``in_progress``, done →
@@ -160,7 +161,7 @@ def _schedule(core: Core, org_id: str, scope: RerunScope) -> str:
     """Queue a flushing extraction job per matching user; says how many were scheduled."""
     _require_extractor(core, org_id, scope.extractor)
     users = matching_users(core.storage, core.org_config(org_id), org_id, scope)
-    jobs = [publish.extraction_job(org_id, user, flush=True) for user in users]
+    jobs = [publish.extraction_job(org_id, user, flush=True, manual=True) for user in users]
     with core.storage.transaction() as tx:
         publish.enqueue_extraction(tx, jobs)
     return f"Extraction scheduled now for {len(jobs)} user(s)"

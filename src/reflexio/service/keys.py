@@ -13,10 +13,20 @@ import hashlib
 import secrets
 
 from reflexio.errors import NotFoundError, ValidationError
+from reflexio.filters import LearningFilter, RequestFilter
 from reflexio.records import ApiKeyRecord
 from reflexio.service.core import Core
 
-__all__ = ["KEY_PREFIX", "authenticate", "create_key", "hash_key", "identify", "list_keys", "revoke_key"]
+__all__ = [
+    "KEY_PREFIX",
+    "authenticate",
+    "create_key",
+    "hash_key",
+    "identify",
+    "keyless_data_notes",
+    "list_keys",
+    "revoke_key",
+]
 
 #: Every key starts with this, so leaked keys are easy to spot in logs and by secret scanners.
 KEY_PREFIX = "rfx_"
@@ -55,6 +65,27 @@ def create_key(
         )
     )
     return record, plain
+
+
+def keyless_data_notes(core: Core, org_id: str) -> list[str]:
+    """What a person creating a key for ``org_id`` should know about data published without one.
+
+    Key-less callers (clients on this machine, before any key existed) act as the default org,
+    so that org holds everything they published. A key for another org does not see it.
+    """
+    default = core.settings.default_org_id
+    if org_id == default:
+        return [f"{default} is the default org: everything published without a key is visible to this key"]
+    has_data = core.storage.list_requests(default, RequestFilter(), limit=1) or core.storage.count_learnings(
+        default, LearningFilter()
+    )
+    if not has_data:
+        return []
+    return [
+        f"what was published without a key lives in the default org {default}, which this key "
+        f"(org {org_id}) does not see; to keep using it, create a key for {default}: "
+        "`reflexio keys create` (no --org)"
+    ]
 
 
 def list_keys(core: Core, org_id: str | None = None) -> list[ApiKeyRecord]:

@@ -13,12 +13,21 @@ from typing import Any
 from reflexio.errors import NotFoundError
 from reflexio.filters import LearningFilter
 from reflexio.models import BulkDeleteResponse, Status
-from reflexio.records import Audit, Learning, LearningStatus
+from reflexio.records import Audit, Learning, LearningKind, LearningStatus
 from reflexio.service import search, views
 from reflexio.service.core import Core
 from reflexio.storage import Storage
 
-__all__ = ["audit", "bulk_delete", "delete_one", "find_one", "listed", "statuses_or", "text_changes"]
+__all__ = [
+    "audit",
+    "bulk_delete",
+    "delete_one",
+    "find_one",
+    "learned_from",
+    "listed",
+    "statuses_or",
+    "text_changes",
+]
 
 
 def audit(actor: str, reason: str) -> Audit:
@@ -44,6 +53,21 @@ def listed(
         threshold=search.DEFAULT_THRESHOLD if configured is None else configured,
     )
     return [(row, score) for row, score in search.rank(core, org_id, plan).hits[0]]
+
+
+def learned_from(core: Core, org_id: str, request_id: str) -> tuple[int, int]:
+    """(profiles, user playbooks) first learned from a request's turns and still current.
+
+    A learning records the newest request of the window it came from, so after a flush (the
+    caller waited) these are exactly what publishing this request taught.
+    """
+    counts = [
+        core.storage.count_learnings(
+            org_id, LearningFilter(kinds=(kind,), request_id=request_id, statuses=(LearningStatus.CURRENT,))
+        )
+        for kind in (LearningKind.PROFILE, LearningKind.USER_PLAYBOOK)
+    ]
+    return counts[0], counts[1]
 
 
 def find_one(storage: Storage, org_id: str, where: LearningFilter, what: str) -> Learning:

@@ -5,23 +5,65 @@ shown on a dashboard or pasted into an issue. A write may send those masks back:
 swapped for the stored secrets, so read → edit → write keeps every key; a mask that matches
 nothing stored is refused rather than stored. The retrieval experiment fields have their own
 lifecycle, so a config write may not change them (409).
+
+Reflexio's ``Config`` carries settings for features this server does not have. Accepting
+them and doing nothing would let an operator believe, say, that an optimizer runs; so a write
+that sets any of them to anything but its default is a 422 naming each one and why
+(`NOT_SUPPORTED`). Their defaults stay accepted, so clients that send the whole document
+(``set_config(get_config())``) keep working.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import pydantic
 
+from reflexio.config import LITELLM_MISSING, litellm_installed
 from reflexio.errors import ConflictError, ValidationError
+from reflexio.llm import resolve_llm
 from reflexio.models import SetConfigResponse
 from reflexio.models.org_config import Config
 from reflexio.service.core import Core
 
-__all__ = ["describe_validation_errors", "get_config", "set_config", "update_config"]
+__all__ = ["NOT_SUPPORTED", "describe_validation_errors", "get_config", "set_config", "update_config"]
 
 _OWN_LIFECYCLE = ("retrieval_experiment_config", "retrieval_experiment_history")
+
+#: Config fields this server accepts only at their defaults: dotted path → why.
+NOT_SUPPORTED: Final[Mapping[str, str]] = {
+    "storage_config": "storage is the server's (REFLEXIO_STORAGE_URL); an org cannot choose its own",
+    "storage_config_test": "it is a status a server reports, not a setting; this server tests no org storage",
+    "extraction_idle_timeout_seconds": (
+        "a session's remaining turns are learned from once it has been idle for session_idle_seconds "
+        "(default 600); set that instead"
+    ),
+    "llm_config.embedding_model_name": (
+        "the embedder is the server's (REFLEXIO_EMBEDDER), shared by every org so one index serves search"
+    ),
+    "retrieval_floor": (
+        "it needs a cross-encoder reranker, which this server does not run; "
+        "search_threshold sets a minimum relevance"
+    ),
+    "playbook_optimizer_config": "this server has no playbook optimizer",
+    "governance_retention": (
+        "learning history is kept until the user's data is cleared (clear_user_data); "
+        "this server has no retention sweep for it"
+    ),
+    "pending_tool_call_config": "extraction on this server never asks a person follow-up questions",
+    "enable_document_expansion": "this server indexes learnings as written, without LLM expansion",
+    "user_playbook_extractor_config.deduplication_config": (
+        "similar playbooks are found by the learning pipeline's own search, which has no tunable thresholds"
+    ),
+    "user_playbook_extractor_config.tagging_definition_prompt": "the extractor does not tag playbooks",
+}
+#: Values equivalent to a field's default: SQLite at the server's default location is the
+#: server's own store.
+_ALSO_DEFAULT: Final[Mapping[str, tuple[Any, ...]]] = {
+    "storage_config": ({"db_path": None},),
+    "storage_config_test": (None,),
+}
 
 
 def describe_validation_errors(errors: Iterable[Mapping[str, Any]], *, skip: tuple[str, ...] = ()) -> str:
@@ -48,6 +90,23 @@ def get_config(core: Core, org_id: str) -> dict[str, Any]:
     return core.org_config(org_id).masked()
 
 
+def _refuse_unusable_llm(core: Core, current: Config, new: Config) -> None:
+    """A write that configures an LLM this server cannot call is refused, not stored.
+
+    Otherwise every learning job of the org would die on the missing import. Only writes that
+    change the LLM settings are checked, so an unrelated change is never blocked by a key in
+    the server's environment.
+
+    Raises:
+        ValidationError: The new LLM settings name a provider and LiteLLM is missing.
+    """
+    changed = (new.api_key_config, new.llm_config) != (current.api_key_config, current.llm_config)
+    if not changed or core.llm is not None or litellm_installed():
+        return
+    if resolve_llm(new, core.settings) is not None:
+        raise ValidationError(LITELLM_MISSING, details={"fields": ["api_key_config", "llm_config"]})
+
+
 def set_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfigResponse:
     """Replace the org's config (experiment fields are kept when omitted).
 
@@ -60,6 +119,7 @@ def set_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfigRes
     except ValidationError:  # a damaged stored config must stay replaceable (its masks cannot be)
         current = Config()
     new = _merged(current, body, partial=False)
+    _refuse_unusable_llm(core, current, new)
     core.storage.put_org_config(org_id, new.model_dump(mode="json"))
     core.forget_config(org_id)
     return SetConfigResponse(success=True, msg="Configuration saved")
@@ -74,6 +134,7 @@ def update_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfig
     """
     current = core.org_config(org_id)
     new = _merged(current, body, partial=True)
+    _refuse_unusable_llm(core, current, new)
     if new == current:
         return SetConfigResponse(success=True, msg="Configuration unchanged")
     core.storage.put_org_config(org_id, new.model_dump(mode="json"))
@@ -97,4 +158,32 @@ def _merged(current: Config, body: Mapping[str, Any], *, partial: bool) -> Confi
             f"{', '.join(changed)} cannot be changed by a config write; use the retrieval experiment routes",
             details={"fields": changed},
         )
+    _refuse_unsupported(new)
     return new
+
+
+def _refuse_unsupported(config: Config) -> None:
+    """Raise when a setting this server cannot act on is set to anything but its default.
+
+    Raises:
+        ValidationError: Naming every such field and why it is not supported.
+    """
+    given, default = config.model_dump(mode="json"), Config().model_dump(mode="json")
+    refused = [
+        path
+        for path in NOT_SUPPORTED
+        if (value := _at(given, path)) != _at(default, path) and value not in _ALSO_DEFAULT.get(path, ())
+    ]
+    if refused:
+        reasons = "; ".join(f"{path} ({NOT_SUPPORTED[path]})" for path in refused)
+        raise ValidationError(
+            f"not supported by this server: {reasons}. Leave these out or at their defaults.",
+            details={"fields": refused},
+        )
+
+
+def _at(document: Mapping[str, Any], path: str) -> Any:
+    node: Any = document
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node

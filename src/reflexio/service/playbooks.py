@@ -79,7 +79,10 @@ def add_user_playbooks(
     rows = [views.from_user_playbook(org_id, p) for p in req.user_playbooks]
     saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
     return AddUserPlaybookResponse(
-        success=True, added_count=len(saved), message=f"Added {len(saved)} user playbook(s)"
+        success=True,
+        added_count=len(saved),
+        message=f"Added {len(saved)} user playbook(s)",
+        user_playbook_ids=[row.id for row in saved],
     )
 
 
@@ -153,7 +156,10 @@ def add_agent_playbooks(
     rows = [views.from_agent_playbook(org_id, p) for p in req.agent_playbooks]
     saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
     return AddAgentPlaybookResponse(
-        success=True, added_count=len(saved), message=f"Added {len(saved)} agent playbook(s)"
+        success=True,
+        added_count=len(saved),
+        message=f"Added {len(saved)} agent playbook(s)",
+        agent_playbook_ids=[row.id for row in saved],
     )
 
 

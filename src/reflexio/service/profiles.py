@@ -89,7 +89,10 @@ def add_user_profiles(
     rows = [views.from_user_profile(org_id, p) for p in req.user_profiles]
     saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
     return AddUserProfileResponse(
-        success=True, added_count=len(saved), message=f"Added {len(saved)} profile(s)"
+        success=True,
+        added_count=len(saved),
+        message=f"Added {len(saved)} profile(s)",
+        profile_ids=[row.wire_id for row in saved],
     )
 
 

@@ -3,7 +3,8 @@
 A publish writes the request, its interactions and the follow-up jobs in one transaction, and
 returns as soon as that commits; learning runs later in job workers. The caller's
 ``request_id`` is the idempotency key: the same payload again returns the first result and
-stores nothing new, a different payload under the same id is a conflict.
+stores nothing new, a different payload under the same id is a conflict whose 409 names the
+differing fields (``service.idempotency`` says what "the same" means).
 
 Learning status is derived from durable state, not from in-process bookkeeping: a request is
 "done" when every extractor's bookmark has passed its last interaction.
@@ -11,15 +12,13 @@ Learning status is derived from durable state, not from in-process bookkeeping: 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reflexio import telemetry
-from reflexio.errors import ConflictError, NotFoundError
+from reflexio.errors import ConflictError, NotFoundError, ValidationError
 from reflexio.filters import InteractionFilter
 from reflexio.models import (
     DEFAULT_AGENT_VERSION,
@@ -31,7 +30,7 @@ from reflexio.models import (
 )
 from reflexio.models.org_config import Config
 from reflexio.records import Job, JobStatus, RequestRecord, now
-from reflexio.service import views
+from reflexio.service import idempotency, references, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage import Storage
 
@@ -66,10 +65,14 @@ class Extractor:
 
 
 def extractors_of(config: Config) -> list[Extractor]:
-    """The extractors an org's config enables, with their source allow-lists."""
+    """The extractors that learn from every publish, with their source allow-lists.
+
+    A profile extractor with ``manual_trigger`` is not one of them: it runs on request only.
+    """
     out = []
-    if config.profile_extractor_config is not None:
-        sources = config.profile_extractor_config.request_sources_enabled
+    profile = config.profile_extractor_config
+    if profile is not None and not profile.manual_trigger:
+        sources = profile.request_sources_enabled
         out.append(Extractor("profile", tuple(sources) if sources else None))
     if config.user_playbook_extractor_config is not None:
         sources = config.user_playbook_extractor_config.request_sources_enabled
@@ -80,13 +83,6 @@ def extractors_of(config: Config) -> list[Extractor]:
 def extraction_key(user_id: str) -> str:
     """Dedupe key: at most one queued extraction job per (org, user), covering its extractors."""
     return user_id
-
-
-def payload_hash(req: PublishUserInteractionRequest) -> str:
-    """Fingerprint of what the caller sent (defaults it did not send are left out)."""
-    body = req.model_dump(mode="json", exclude_unset=True, exclude={"request_id"})
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def publish(
@@ -103,7 +99,15 @@ def publish(
 
     Raises:
         ConflictError: ``request_id`` was already used with a different payload.
+        ValidationError: A flag this server cannot act on is set.
     """
+    if req.override_learning_stall:
+        raise ValidationError(
+            "override_learning_stall is not supported by this server: learning never stalls after "
+            "provider errors here (failed jobs are retried, then listed by `reflexio jobs dead` and "
+            "requeued by `reflexio jobs retry`); publish without it",
+            details={"fields": ["override_learning_stall"]},
+        )
     started = time.perf_counter()
     attributes = {"reflexio.org": org_id, "reflexio.request_id": req.request_id}
     with telemetry.span(
@@ -118,10 +122,11 @@ def _store(
     core: Core, org_id: str, req: PublishUserInteractionRequest, *, flush: bool = False
 ) -> PublishUserInteractionResponse:
     request_id = req.request_id or uuid.uuid4().hex
-    digest = payload_hash(req)
+    digest = idempotency.payload_hash(req)
+    warnings = [*req.payload_warnings(), *references.reference_warnings(core.storage, org_id, req)]
     existing = core.storage.get_request(org_id, request_id) if req.request_id else None
     if existing is not None:
-        return _replayed(core, org_id, existing, digest, req)
+        return _replayed(core, org_id, existing, digest, req, warnings)
     config = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE)
     record = RequestRecord(
         org_id=org_id,
@@ -152,8 +157,8 @@ def _store(
         stored = core.storage.get_request(org_id, request_id)
         if stored is None:
             raise
-        return _replayed(core, org_id, stored, digest, req)
-    return _response(core, record, req.payload_warnings(), "Interaction stored; learning is scheduled")
+        return _replayed(core, org_id, stored, digest, req, warnings)
+    return _response(core, record, warnings, "Interaction stored; learning is scheduled")
 
 
 def _extraction_jobs(
@@ -182,17 +187,20 @@ def enqueue_extraction(tx: Storage, jobs: Sequence[Job]) -> None:
             tx.expedite_job(job.org_id, EXTRACT, job.key or "")
 
 
-def extraction_job(org_id: str, user_id: str, *, flush: bool, request_id: str | None = None) -> Job:
+def extraction_job(
+    org_id: str, user_id: str, *, flush: bool, request_id: str | None = None, manual: bool = False
+) -> Job:
     """The (deduplicated) job that learns from a user's new turns with every extractor.
 
     Unless flushed, it is due `EXTRACTION_BATCH_SECONDS` from now, and publishes for the same
-    user until then join it (at most one extraction job per user is queued).
+    user until then join it (at most one extraction job per user is queued). A ``manual`` job
+    also runs the extractors that only learn when asked (``manual_trigger``).
     """
     return Job(
         org_id=org_id,
         task=EXTRACT,
         key=extraction_key(user_id),
-        payload={"user_id": user_id, "flush": flush},
+        payload={"user_id": user_id, "flush": flush, **({"manual": True} if manual else {})},
         request_id=request_id,
         run_at=now() if flush else now() + EXTRACTION_BATCH_SECONDS,
     )
@@ -215,16 +223,22 @@ def _idle_job(config: Config, record: RequestRecord) -> Job:
 
 
 def _replayed(
-    core: Core, org_id: str, existing: RequestRecord, digest: str, req: PublishUserInteractionRequest
+    core: Core,
+    org_id: str,
+    existing: RequestRecord,
+    digest: str,
+    req: PublishUserInteractionRequest,
+    warnings: list[str],
 ) -> PublishUserInteractionResponse:
     if existing.payload_hash != digest:
-        raise ConflictError(
-            f"request_id {existing.request_id!r} was already published with a different payload",
-            details={"request_id": existing.request_id},
-        )
-    return _response(
-        core, existing, req.payload_warnings(), "Request already stored; nothing new was written"
-    )
+        differ = idempotency.differences(core.storage, org_id, existing, req)
+        if differ:
+            raise ConflictError(
+                f"request_id {existing.request_id!r} was already published with a different payload: "
+                f"{idempotency.describe(differ)} differ(s) from what is stored",
+                details={"request_id": existing.request_id, "fields": differ},
+            )
+    return _response(core, existing, warnings, "Request already stored; nothing new was written")
 
 
 def _response(

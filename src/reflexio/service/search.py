@@ -362,8 +362,14 @@ def _run_single(
     return rank(core, org_id, plan).hits[0]
 
 
+#: Why a profile search without ``user_id`` finds nothing: one user's facts are never served to another.
+_PROFILES_NEED_A_USER = "profiles are searched per user: pass user_id (no search reads every user's profiles)"
+
+
 def search_profiles(core: Core, org_id: str, req: SearchUserProfileRequest) -> SearchProfilesViewResponse:
-    """Search one user's current, unexpired profiles."""
+    """Search one user's current, unexpired profiles; without a user, nobody's."""
+    if req.user_id is None:
+        return SearchProfilesViewResponse(success=True, user_profiles=[], msg=_PROFILES_NEED_A_USER)
     f = LearningFilter(
         kinds=(LearningKind.PROFILE,),
         user_id=req.user_id,

@@ -8,6 +8,8 @@ were multi-step and could leave ARCHIVE_IN_PROGRESS rows behind, W31):
   reports them as ``*_deleted``), CURRENT → ARCHIVED, PENDING → CURRENT. User playbooks with
   ``archive_current=False`` only promote. Like Reflexio it requires pending rows in scope;
   without any it raises ``ConflictError`` (409) where Reflexio answered 200 ``success: false``.
+  While a rerun of the same extractor is queued or running it is a 409 too: promoting then
+  would make a partial set live.
 * **downgrade**: CURRENT ↔ ARCHIVED, swapped through ARCHIVE_IN_PROGRESS inside the
   transaction; PENDING is untouched. It requires archived rows in scope (409 otherwise) and
   is its own inverse.
@@ -37,8 +39,9 @@ from reflexio.models import (
     UpgradeUserPlaybooksRequest,
     UpgradeUserPlaybooksResponse,
 )
-from reflexio.records import Audit, LearningKind, LearningStatus
+from reflexio.records import Audit, JobStatus, LearningKind, LearningStatus
 from reflexio.service.core import Core
+from reflexio.service.rerun import RERUN
 from reflexio.storage import Storage
 
 __all__ = ["downgrade_profiles", "downgrade_user_playbooks", "upgrade_profiles", "upgrade_user_playbooks"]
@@ -96,6 +99,7 @@ def _upgrade(
     """
     audit = Audit(actor="upgrade", reason=f"upgrade requested by {actor}")
     with core.storage.transaction() as tx:
+        _refuse_during_rerun(tx, org_id, scope.kind)
         scopes = _scopes(tx, org_id, scope, _PENDING, affected)
         if not _has(tx, org_id, scopes, _PENDING):
             raise ConflictError(f"no pending {_noun(scope.kind)} to upgrade in this scope")
@@ -105,6 +109,31 @@ def _upgrade(
             archived = _move(tx, org_id, scopes, _CURRENT, _ARCHIVED, audit)
         promoted = _move(tx, org_id, scopes, _PENDING, _CURRENT, audit)
     return retired, archived, promoted
+
+
+def _refuse_during_rerun(tx: Storage, org_id: str, kind: LearningKind) -> None:
+    """A rerun still writing its pending output must finish first: upgrading now would make a
+    partial set live (the users it has not reached yet would lose their current rows).
+
+    Raises:
+        ConflictError: A rerun of that extractor is queued or running.
+    """
+    extractor = "profile" if kind is LearningKind.PROFILE else "playbook"
+    active = tx.list_jobs(
+        org_id, statuses=[JobStatus.QUEUED, JobStatus.RUNNING], task=RERUN, key=extractor, limit=1
+    )
+    if not active:
+        return
+    job = active[0]
+    done, total = int(job.progress.get("processed_users", 0)), int(job.progress.get("total_users", 0))
+    where = f"{done} of {total} users done" if total else "not started yet"
+    service = "profile_generation" if extractor == "profile" else "playbook_generation"
+    raise ConflictError(
+        f"a {extractor} rerun is still in progress (job {job.id}, {where}): upgrading now would "
+        f"promote a partial set; upgrade once get_operation_status?service_name={service} "
+        "reports it completed or failed",
+        details={"job_id": job.id, "service_name": service},
+    )
 
 
 def _downgrade(core: Core, org_id: str, scope: _Scope, *, affected: bool, actor: str) -> tuple[int, int]:

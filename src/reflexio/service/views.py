@@ -15,6 +15,7 @@ from reflexio.models import (
     AgentPlaybookView,
     AgentSuccessEvaluationResult,
     BlockingIssue,
+    BlockingIssueKind,
     Interaction,
     InteractionData,
     InteractionView,
@@ -325,13 +326,32 @@ def user_playbook(row: Learning) -> UserPlaybook:
         trigger=row.trigger,
         rationale=row.rationale,
         pitfall=row.pitfall,
-        blocking_issue=BlockingIssue.model_validate(row.blocking_issue) if row.blocking_issue else None,
+        blocking_issue=blocking_issue(row.blocking_issue),
         status=wire_status(row.status),
         source=row.source,
         source_interaction_ids=list(row.source_interaction_ids),
         tags=list(row.tags),
         superseded_by=row.superseded_by,
     )
+
+
+def blocking_issue(stored: dict[str, Any] | None) -> BlockingIssue | None:
+    """A stored blocking issue in the wire's shape, whatever version of the extractor wrote it.
+
+    The rule extractor once stored failed tool calls as ``kind="tool_failure"``, which is not a
+    ``BlockingIssueKind``; such rows (and any other unknown kind) are shown as the external
+    dependency they are, with the tool named in the details, so no stored row can make an
+    export fail.
+    """
+    if not stored:
+        return None
+    kind = stored.get("kind")
+    details = str(stored.get("details") or "")
+    if kind not in {k.value for k in BlockingIssueKind}:
+        tool = stored.get("tool")
+        details = f"{tool} failed: {details}" if tool else details
+        kind = BlockingIssueKind.EXTERNAL_DEPENDENCY
+    return BlockingIssue(kind=BlockingIssueKind(kind), details=details or "no details recorded")
 
 
 def request_model(row: RequestRecord) -> Request:

@@ -10,6 +10,8 @@ runs one on its own against the same SQLite file or PostgreSQL.
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 from reflexio.jobs import Handler, JobContext, WorkerPool
 from reflexio.learn import evaluate
@@ -23,7 +25,7 @@ from reflexio.service.core import Core
 from reflexio.service.learners import learner_for, org_llm
 from reflexio.service.rerun import RERUN, rerun_handler
 
-__all__ = ["handlers", "start_pool"]
+__all__ = ["announce_ready", "handlers", "start_pool"]
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +97,20 @@ def handlers(core: Core) -> dict[str, Handler]:
         RERUN: rerun_handler(core),
         REEMBED: _reembed(core),
         maintenance.EXPIRE: maintenance.expire_handler(core),
+        maintenance.LINEAGE_GC: maintenance.lineage_gc_handler(core),
     }
+
+
+def announce_ready(path: Path) -> None:
+    """Say, in a file others can wait for, that this process's workers claim jobs now.
+
+    ``reflexio services start`` waits for it before it says "ready": until the workers run,
+    a publish is stored but nothing learns from it. The file holds this process's pid.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(f"{os.getpid()}\n")
+    partial.replace(path)
 
 
 def start_pool(core: Core, size: int | None = None) -> WorkerPool:
@@ -106,6 +121,7 @@ def start_pool(core: Core, size: int | None = None) -> WorkerPool:
     """
     schedule_reembedding(core)
     maintenance.schedule_expiry(core)
+    maintenance.schedule_lineage_gc(core)
     pool = WorkerPool(
         core.storage,
         handlers(core),

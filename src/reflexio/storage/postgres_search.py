@@ -64,9 +64,9 @@ _HNSW_MIN_SCOPE: Final = 2_000
 _HNSW_MIN_SHARE: Final = 0.01
 
 
-def one_row(conn: Conn, query: str, params: dict[str, Any]) -> DictRow:
-    """The single row a query must return (planned with its values: never prepared)."""
-    row = conn.execute(query, params, prepare=False).fetchone()
+def one_row(conn: Conn, query: str, params: dict[str, Any], *, prepare: bool | None = None) -> DictRow:
+    """The single row a query must return."""
+    row = conn.execute(query, params, prepare=prepare).fetchone()
     assert row is not None
     return row
 
@@ -137,7 +137,7 @@ class PostgresSearch:
         if search.kind is None or (dim, search.kind) not in self.hnsw:
             return False
         sql = _Q.render("scope_estimate", {"where": search.where_sql, "dim": str(dim)})
-        plan = one_row(conn, sql, search.params)["QUERY PLAN"]
+        plan = one_row(conn, sql, search.params, prepare=False)["QUERY PLAN"]
         scope = float(plan[0]["Plan"]["Plan Rows"])
         graph = float(one_row(conn, _Q["index_rows"], {"name": hnsw_index(dim, search.kind)})["n"])
         return scope >= max(_HNSW_MIN_SCOPE, _HNSW_MIN_SHARE * graph)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -91,7 +91,14 @@ class Queries:
     def render(self, name: str, parts: dict[str, str]) -> str:
         """The query's text, its ``{placeholders}`` filled with ``parts`` (fixed SQL only)."""
         text = self._sql[name]
-        return text.format(**parts) if parts else text
+        return _filled(text, tuple(parts.items())) if parts else text
+
+
+@lru_cache(maxsize=4096)
+def _filled(text: str, parts: tuple[tuple[str, str], ...]) -> str:
+    """A template filled in, kept: the same text object again is cheaper to hash and look up in
+    the drivers' statement caches than a fresh copy (templates repeat with the filter shapes)."""
+    return text.format(**dict(parts))
 
 
 def _read(dialect: str, file: str) -> str:

@@ -241,10 +241,12 @@ class SqlStorage(SqlJobQueue):
     ) -> list[int]:
         learning_writes.check_changes(changes)
         with self.db.transaction() as db:
+            # The lock comes before the read, so a filtered update (``status = pending``) is a
+            # compare-and-set: a racing writer's rows are re-read after its commit, not before.
+            seq = self._bump_seq(db, org_id)
             before = self._select(db, org_id, where)
             if not before:
                 return []
-            seq = self._bump_seq(db, org_id)
             params = self._params(before[0].copy(**changes), seq)
             ids = [r.id for r in before]
             values = {col: params[col] for col in changes}
@@ -257,16 +259,21 @@ class SqlStorage(SqlJobQueue):
 
     def delete_learnings(self, org_id: str, where: LearningFilter, audit: Audit) -> int:
         with self.db.transaction() as db:
+            seq = self._bump_seq(db, org_id)  # before the read, as in update_learnings
             doomed = self._select(db, org_id, where)
-            self._delete_rows(db, org_id, doomed, learning_writes.delete_events(doomed, audit))
+            self._delete_rows(db, seq, org_id, doomed, learning_writes.delete_events(doomed, audit))
             return len(doomed)
 
     def _delete_rows(
-        self, db: Connector, org_id: str, doomed: Sequence[Learning], events: Sequence[LearningEvent]
+        self,
+        db: Connector,
+        seq: int,
+        org_id: str,
+        doomed: Sequence[Learning],
+        events: Sequence[LearningEvent],
     ) -> None:
         if not doomed:
             return
-        seq = self._bump_seq(db, org_id)
         ids = [r.id for r in doomed]
         db.execute("delete_learnings", {"org_id": org_id, "ids": db.dialect.bind_list(ids)})
         self._record(db, seq, org_id, ids, events)
@@ -388,8 +395,9 @@ class SqlStorage(SqlJobQueue):
                 requests=RequestFilter(user_id=user_id),
                 interactions=InteractionFilter(user_id=user_id),
             )
+            seq = self._bump_seq(db, org_id)
             doomed = self._select(db, org_id, LearningFilter(user_id=user_id))
-            self._delete_rows(db, org_id, doomed, [])
+            self._delete_rows(db, seq, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
             for table in ("events", "stream_events", "evaluations", "bookmarks"):
                 counts[table] = db.execute(f"clear_user_{table}", who)

@@ -87,7 +87,7 @@ def _driver_errors() -> Iterator[None]:
     try:
         yield
     except sqlite3.IntegrityError as exc:
-        if getattr(exc, "sqlite_errorname", "") in _UNIQUE:
+        if exc.sqlite_errorname in _UNIQUE:
             raise ConflictError(str(exc)) from exc
         raise
 
@@ -191,8 +191,12 @@ class SqliteConnector:
 
     # -- primitives -------------------------------------------------------------------------------
     def _run(self, query: str, params: Params | None, parts: dict[str, str]) -> sqlite3.Cursor:
-        with _driver_errors():
+        try:  # not _driver_errors(): this runs for every read, and a context manager costs more
             return self._conn().execute(_Q.render(query, parts), params or {})
+        except sqlite3.IntegrityError as exc:
+            if exc.sqlite_errorname in _UNIQUE:
+                raise ConflictError(str(exc)) from exc
+            raise
 
     def execute(self, query: str, params: Params | None = None, **parts: str) -> int:
         return self._run(query, params, parts).rowcount

@@ -106,8 +106,8 @@ class SearchIndexes:
             if entry is None:  # not setdefault: building an empty index costs ~70 us
                 entry = self._indexes[org_id] = _OrgIndex()
         with entry.lock:
-            state = self._db.one("get_seq", {"org_id": org_id})
-            seq, pruned = (int(state["learning_seq"]), int(state["pruned_seq"])) if state else (0, 0)
+            state = self._db.tuples("get_seq", {"org_id": org_id})  # on every search: no dict
+            seq, pruned = (int(state[0][0]), int(state[0][1])) if state else (0, 0)
             if entry.seq == seq:
                 return entry, seq
             if entry.seq < 0 or entry.seq < pruned:

@@ -36,7 +36,7 @@ from reflexio.models import (
     SearchInteractionRequest,
     SearchInteractionsViewResponse,
 )
-from reflexio.service import interactions, publish
+from reflexio.service import interactions, learning_access, publish
 
 __all__ = ["router"]
 
@@ -65,10 +65,15 @@ async def publish_interaction(
     )
     done = settled.status == "done"
     reason = settled.reason or f"learning is {settled.status} after waiting {deadline:g}s"
+    profiles, playbooks = await run_in_threadpool(
+        learning_access.learned_from, core, caller.org_id, out.request_id
+    )
     return out.model_copy(
         update={
             "learning_status": "done" if done else "deferred",
             "learning_reason": None if done else reason,
+            "profiles_added": profiles,
+            "playbooks_added": playbooks,
         }
     )
 

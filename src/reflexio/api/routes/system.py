@@ -8,11 +8,11 @@ touches nothing. None of them is cached by a proxy.
 from __future__ import annotations
 
 import datetime as dt
-from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from reflexio._version import __version__
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import WireRoute, api_router
 from reflexio.models import (
@@ -34,11 +34,8 @@ _STORAGE_LABELS = {"memory": "in-memory (not persisted)", "sqlite": "SQLite file
 
 
 def server_version() -> str:
-    """The installed package's version (what ``/meta/version`` reports)."""
-    try:
-        return version("reflexio")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.0.0+unknown"
+    """The package's version (what ``/meta/version`` reports)."""
+    return __version__
 
 
 @public.get("/")

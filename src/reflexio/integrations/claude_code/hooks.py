@@ -297,7 +297,6 @@ def spawn_flush() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        env=os.environ.copy(),
     )
 
 

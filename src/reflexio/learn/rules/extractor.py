@@ -1,8 +1,8 @@
 """The offline rule extractor: learning from explicit signals with no model and no API key.
 
 The embedded default must learn before anyone configures an LLM, so this proposer and judge
-learn only from what is said or shown outright, and do it deterministically in well under a
-millisecond per window:
+learn only from what is said or shown outright, deterministically and cheaply next to storage
+and embedding (``python -m bench.rules``; bench/results/rules.json):
 
 * facts and tastes users state about themselves ("I only ever use Linux", "no Macs") become
   profiles, phrased in the third person with the user's key words and the request they were
@@ -253,7 +253,9 @@ def _from_tools(turns: _Turns) -> list[_Draft]:
             trigger=situation(request.content) if request else f"When calling {lesson.tool}",
             rationale=f"The tool call failed: {lesson.details}",
             pitfall=lesson.pitfall,
-            blocking_issue={"kind": "tool_failure", "details": lesson.details, "tool": lesson.tool},
+            # A wire BlockingIssueKind (the LLM schema and exports accept no other); "tool"
+            # marks it as a tool lesson for the judge.
+            blocking_issue={"kind": "external_dependency", "details": lesson.details, "tool": lesson.tool},
             source_interaction_ids=[t.id for t in (request, turns.turns[i]) if t is not None],
             track="tool_failure",
         )
@@ -308,7 +310,8 @@ def _gist_of_row(row: Learning) -> Gist:
 
 
 def _is_tool(blocking_issue: dict[str, Any] | None) -> bool:
-    return bool(blocking_issue) and (blocking_issue or {}).get("kind") == "tool_failure"
+    """A tool lesson names its tool (older rows also used the kind ``tool_failure``)."""
+    return bool((blocking_issue or {}).get("tool"))
 
 
 class RuleJudge:

@@ -216,48 +216,71 @@ def _i_verb(text: str) -> Fact | None:
 
 
 def _verb_kind(verb: str, adverbs: list[str], rest: str) -> str | None:
-    """ "like"/"dislike"/"fact", or None when the clause is not about the user."""
+    """ "like"/"dislike"/"indifferent"/"fact", or None when the clause is not about the user.
+
+    Read in this order: a verb of feeling decides alone; then a modal ("I'd buy" is a wish,
+    "I'll be in Paris" a fact, "I can eat nuts" a fact, "I can check" not); then the verbs that
+    never describe the speaker; last the tense (past narration is no fact, a life change is).
+    """
     objects = words(rest)
-    if verb in _PREFERENCE or (verb == "rather" and adverbs and adverbs[-1] in {"'d", "would"}):
-        if objects[:1] and objects[0] in _PRONOUN_OBJECT and "prefer" not in verb:
-            return None
-        if adverbs and adverbs[-1] in {"'d", "would"} and verb in {"like", "love"}:
-            return None
-        return "dislike" if verb in {"hate", "dislike", "detest", "loathe", "avoid"} else "like"
-    if verb in INDIFFERENCE:
-        return "indifferent" if {"don't", "do", "dont", "not", "never"} & set(adverbs) else None
-    if verb == "stand":
-        return "dislike" if {"can't", "cannot"} & set(adverbs) else None
-    if verb in _DESIRE:
-        return "fact" if set(adverbs) & _HABIT else None
-    if {"'d", "would", "'ll", "will"} & set(adverbs) and not ({"never", "rather"} & set(adverbs)):
-        return "fact" if verb == "be" and {"'ll", "will"} & set(adverbs) else None
-    if {"can't", "cannot", "can"} & set(adverbs):
+    said = set(adverbs)
+    if _feels(verb, adverbs):
+        return _feeling(verb, adverbs, objects)
+    if said & {"'d", "would", "'ll", "will"} and not said & {"never", "rather"}:
+        return "fact" if verb == "be" and said & {"'ll", "will"} else None
+    if said & {"can't", "cannot", "can"}:
         return "fact" if verb in _CAN_FACT else None
-    if verb in NOT_SELF_VERBS and not (set(adverbs) & _HABIT and verb not in {"think", "guess", "mean"}):
+    if _not_about_self(verb, said, objects):
         return None
-    if verb in {"have", "got", "gotta"} and objects[:1] == ["to"]:
-        return None
-    if verb == "have" and (
-        not objects or objects[0] in _TRANSIENT_OBJECTS or objects[:2][-1:] == ["question"]
-    ):
-        return None
-    if (
-        verb == "have"
-        and len(objects) > 1
-        and objects[0] in {"a", "an", "some", "one", "two"}
-        and (objects[1] in _TRANSIENT_OBJECTS)
-    ):
-        return None
-    if is_past(verb) or verb.endswith("ed"):
-        return (
-            "fact"
-            if verb in _LIFE_CHANGE or ({"'ve", "have"} & set(adverbs) and verb in _LIFE_CHANGE)
-            else None
-        )
     if verb in _LIFE_CHANGE:
         return "fact"
+    if is_past(verb) or verb.endswith("ed"):
+        return None
     return "fact" if verb.isalpha() and not verb.endswith("ing") else None
+
+
+def _prefers(verb: str, adverbs: list[str]) -> bool:
+    """A verb of preference, or "would rather"."""
+    return verb in _PREFERENCE or (verb == "rather" and adverbs[-1:] in (["'d"], ["would"]))
+
+
+def _feels(verb: str, adverbs: list[str]) -> bool:
+    """A verb saying how the user feels: preference, indifference, "can't stand", desire."""
+    return _prefers(verb, adverbs) or verb in INDIFFERENCE or verb == "stand" or verb in _DESIRE
+
+
+def _feeling(verb: str, adverbs: list[str], objects: list[str]) -> str | None:
+    """The kind of a clause whose verb ``_feels``: None when it is about a thing at hand or a wish."""
+    said = set(adverbs)
+    if _prefers(verb, adverbs):
+        if objects[:1] and objects[0] in _PRONOUN_OBJECT and "prefer" not in verb:
+            return None  # "I like it": about the answer, not the user
+        if adverbs[-1:] in (["'d"], ["would"]) and verb in {"like", "love"}:
+            return None  # "I'd like a refund": a request
+        return "dislike" if verb in {"hate", "dislike", "detest", "loathe", "avoid"} else "like"
+    if verb in INDIFFERENCE:
+        return "indifferent" if said & {"don't", "do", "dont", "not", "never"} else None
+    if verb == "stand":
+        return "dislike" if said & {"can't", "cannot"} else None
+    return "fact" if said & _HABIT else None  # a desire: "I always need a window seat"
+
+
+def _not_about_self(verb: str, said: set[str], objects: list[str]) -> bool:
+    """ "I think so", "I have to go", "I have a question": the verb says nothing lasting."""
+    if verb in NOT_SELF_VERBS and not (said & _HABIT and verb not in {"think", "guess", "mean"}):
+        return True
+    if verb in {"have", "got", "gotta"} and objects[:1] == ["to"]:
+        return True
+    return verb == "have" and (
+        not objects
+        or objects[0] in _TRANSIENT_OBJECTS
+        or objects[:2][-1:] == ["question"]
+        or (
+            len(objects) > 1
+            and objects[0] in {"a", "an", "some", "one", "two"}
+            and objects[1] in _TRANSIENT_OBJECTS
+        )
+    )
 
 
 _MOVED = re.compile(
