@@ -210,7 +210,7 @@ CASES = [
 
 def seed_org_a(core: Core, app: Any) -> Ids:
     """Give org A one of everything, through A's own key."""
-    _, key = keys.create_key(core, A, "a")
+    _, key = keys.create_key(core, A, "a", reviewer=True)
     a = make_client(app, key=key)
     ok(
         a.post(
@@ -339,7 +339,7 @@ def _answer(response: Any) -> Any:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     ids = seed_org_a(core, app)
-    _, key_b = keys.create_key(core, B, "b")
+    _, key_b = keys.create_key(core, B, "b", reviewer=True)  # isolation, not review rights, is tested
     before = state_of(core, A)
     body = case.body(ids) if case.body else None
     params = case.params(ids)

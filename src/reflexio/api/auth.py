@@ -28,7 +28,7 @@ from reflexio.errors import AuthenticationError, PermissionDeniedError
 from reflexio.service import keys
 from reflexio.service.core import Core
 
-__all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller"]
+__all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller", "require_reviewer"]
 
 #: Headers a proxy adds; their presence means the peer address is not the real client.
 _FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
@@ -44,8 +44,9 @@ NO_KEYS_MESSAGE = (
 class Caller:
     """The org a request acts for, and who to name in the history of what it changes.
 
-    ``reviewer`` says whether surfaces handed to agents (the MCP endpoint) offer this caller
-    the review tools (approve, reject): the operator on this machine does, and so does a key
+    ``reviewer`` says whether this caller may review agent playbooks (approve, reject, add
+    them already decided), over REST (``require_reviewer``) and on the MCP endpoint (which
+    offers the review tools only then): the operator on this machine may, and so may a key
     created with ``reflexio keys create --reviewer``.
     """
 
@@ -86,6 +87,21 @@ async def require_caller(request: Request, core: CoreDep) -> Caller:
 
 
 CallerDep = Annotated[Caller, Depends(require_caller)]
+
+
+def require_reviewer(caller: Caller, action: str) -> None:
+    """Refuse a review ``action`` to a caller whose key is not a reviewer's.
+
+    Raises:
+        PermissionDeniedError: The caller's key was not created with ``--reviewer``.
+    """
+    if not caller.reviewer:
+        raise PermissionDeniedError(
+            f"this API key may not review agent playbooks ({action}): only the operator on the "
+            "server's machine and keys created with `reflexio keys create --reviewer` may; "
+            "use such a key, or leave the playbook pending for a reviewer",
+            details={"action": action},
+        )
 
 
 def _bearer(request: Request) -> str:

@@ -196,7 +196,8 @@ def create_key(
     ] = None,
     name: Annotated[str, typer.Option("--name", help="A label to tell keys apart.")] = "",
     reviewer: Annotated[
-        bool, typer.Option("--reviewer", help="Offer it the review tools (approve, reject) over MCP.")
+        bool,
+        typer.Option("--reviewer", help="Let it review agent playbooks (approve, reject) over REST and MCP."),
     ] = False,
     storage_url: StorageUrlOpt = None,
     as_json: JsonOpt = False,

@@ -44,7 +44,7 @@ def hash_key(plain: str) -> str:
 def create_key(
     core: Core, org_id: str, name: str = "", *, reviewer: bool = False
 ) -> tuple[ApiKeyRecord, str]:
-    """Create a key for ``org_id`` (``reviewer``: offered the review tools over MCP).
+    """Create a key for ``org_id`` (``reviewer``: may approve and reject, over REST and MCP).
 
     Returns:
         The stored record and the plain key; the plain key is never retrievable again.

@@ -14,5 +14,8 @@ CREATE TABLE stream_events (
     PRIMARY KEY (org_id, seq)
 );
 ALTER TABLE jobs ADD COLUMN trace_context jsonb NOT NULL DEFAULT '{}';
--- Whether a key may review (approve, reject) on surfaces handed to agents (the MCP endpoint).
+-- Whether a key may review (approve, reject): over REST and on the MCP endpoint. Keys made
+-- before this column existed could review over REST, so they keep that right; new keys are made
+-- reviewers only when asked (`reflexio keys create --reviewer`).
 ALTER TABLE api_keys ADD COLUMN reviewer boolean NOT NULL DEFAULT false;
+UPDATE api_keys SET reviewer = true;
