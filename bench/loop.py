@@ -333,8 +333,12 @@ class Player:
 
 
 def load_scenarios(path: Path) -> list[dict[str, Any]]:
-    """One scenario file, or every ``*.json`` in a folder (sorted)."""
-    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    """One scenario file, every ``*.json`` in a folder, or the files a pattern names
+    (``bench/scenarios/standing-*.json``), sorted."""
+    if "*" in path.name:
+        files = sorted(path.parent.glob(path.name))
+    else:
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     return [json.loads(f.read_text()) for f in files]
 
 
@@ -530,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--scenarios", required=True, help="a scenario file or a folder of them")
+    parser.add_argument("--scenarios", required=True, help="a scenario file, a folder of them or a glob")
     parser.add_argument("--out", required=True, help="where to write the metrics JSON")
     parser.add_argument("--extractor", choices=["rules", "llm"], default="rules")
     parser.add_argument("--url", help="drive a running server instead of an in-process one")

@@ -14,6 +14,7 @@ from typing import Final, Literal, TypeAlias
 __all__ = [
     "FACTS_HEADER",
     "RULES_HEADER",
+    "STANDING_TAG",
     "LearningRef",
     "PromptItem",
     "estimate_tokens",
@@ -21,6 +22,10 @@ __all__ = [
     "rule_line",
 ]
 
+#: The reserved tag of a *standing* learning: a preference that applies to every answer for its
+#: user (language, units, time zone, length, tone, format, accessibility). Search serves a
+#: user's standing learnings whatever the query, and a prompt budget keeps them first.
+STANDING_TAG: Final = "standing"
 RULES_HEADER: Final = "Rules to follow:"
 FACTS_HEADER: Final = "Facts about the user:"
 
@@ -47,6 +52,7 @@ class PromptItem:
     learning_id: str
     line: str
     score: float | None = None
+    standing: bool = False
 
     @property
     def is_fact(self) -> bool:
@@ -92,7 +98,8 @@ def _one_line(text: str) -> str:
 def pack(items: Sequence[PromptItem], max_tokens: int | None = None) -> tuple[list[PromptItem], str]:
     """Keep the best-scored items that fit in ``max_tokens``; returns them and their text.
 
-    Items are considered in score order across kinds (unscored last; ties go agent playbook,
+    Standing items come first (they apply to every answer, whatever their relevance score);
+    the others follow in score order across kinds (unscored last; ties go agent playbook,
     user playbook, profile, then input order). An item that would overflow the budget is
     skipped whole and smaller ones after it may still fit. ``None`` means no budget. The
     kept items come back in the order they are rendered (rules, then facts).
@@ -112,10 +119,10 @@ def pack(items: Sequence[PromptItem], max_tokens: int | None = None) -> tuple[li
 
 
 def _ranked(items: list[PromptItem]) -> list[PromptItem]:
-    def key(position: int) -> tuple[bool, float, int, int]:
+    def key(position: int) -> tuple[bool, bool, float, int, int]:
         item = items[position]
         score = -item.score if item.score is not None else 0.0
-        return (item.score is None, score, _KIND_ORDER[item.kind], position)
+        return (not item.standing, item.score is None, score, _KIND_ORDER[item.kind], position)
 
     return [items[position] for position in sorted(range(len(items)), key=key)]
 

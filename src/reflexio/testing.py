@@ -26,6 +26,7 @@ from pydantic import ValidationError as PydanticValidationError
 from reflexio import ranking
 from reflexio.learn.aggregate import CentralAggregator
 from reflexio.learn.llm_extract import is_agent, is_user
+from reflexio.learn.standing import STANDING_TAG
 from reflexio.llm import LLMCall, LLMResult, Usage
 
 __all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_script"]
@@ -268,6 +269,7 @@ def _extract_item(proposal: Any, verdict: str, target: int | None) -> dict[str, 
         "evidence": list(proposal.source_interaction_ids),
         "relation": _RELATION_OF[verdict],
         "existing_id": target,
+        "standing": STANDING_TAG in proposal.tags,
     }
     if proposal.kind.value == "profile":
         return {

@@ -62,7 +62,12 @@ def test_update_user_playbook_re_embeds(client: TestClient) -> None:
             "/api/update_user_playbook", json={"user_playbook_id": pid, "content": "escalate refund disputes"}
         )
     )
-    body = {"query": "refund dispute", "entity_types": ["user_playbooks"], "search_mode": "fts"}
+    body = {
+        "query": "refund dispute",
+        "user_id": "u1",
+        "entity_types": ["user_playbooks"],
+        "search_mode": "fts",
+    }
     hits = ok(client.post("/api/search", json=body))["user_playbooks"]
     assert [h["user_playbook_id"] for h in hits] == [pid] and hits[0]["score"] > 0
     stale = {**body, "query": "greet warmly"}

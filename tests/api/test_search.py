@@ -64,8 +64,8 @@ def test_review_filter_and_scope_filters(client: TestClient) -> None:
     assert [p["playbook_status"] for p in approved] == ["approved"]
     assert search(client, agent_version="v9")["agent_playbooks"] == []
     assert (
-        search(client, source="web")["user_playbooks"]
-        and search(client, source="app")["user_playbooks"] == []
+        search(client, user_id="u1", source="web")["user_playbooks"]
+        and search(client, user_id="u1", source="app")["user_playbooks"] == []
     )
     assert (
         search(client, user_id="u1", tags=["food"])["profiles"]
@@ -99,3 +99,26 @@ def test_search_modes_and_validation(client: TestClient) -> None:
     failed(client.post("/api/search", json={"query": "  "}), 422)
     failed(client.post("/api/search", json={"query": "x", "entity_types": ["people"]}), 422)
     failed(client.post("/api/search", json={"query": "x", "top_k": 101}), 422)
+
+
+def test_user_scoped_learnings_are_served_only_to_their_user(client: TestClient) -> None:
+    ok(
+        client.post(
+            "/api/add_user_playbook",
+            json={
+                "user_playbooks": [
+                    user_playbook("book vegetarian restaurants for Ana", user_id="ana"),
+                    user_playbook("book vegetarian restaurants near Ben's office", user_id="ben"),
+                ]
+            },
+        )
+    )
+    profiles = [profile("p-ana", "likes vegetarian restaurants", user_id="ana")]
+    ok(client.post("/api/add_user_profile", json={"user_profiles": profiles}))
+    anonymous = search(client)
+    assert anonymous["user_playbooks"] == [] and anonymous["profiles"] == []
+    ben = search(client, user_id="ben")
+    assert [p["user_id"] for p in ben["user_playbooks"]] == ["ben"] and ben["profiles"] == []
+    ana = search(client, user_id="ana")
+    assert [p["user_id"] for p in ana["user_playbooks"]] == ["ana"]
+    assert [p["profile_id"] for p in ana["profiles"]] == ["p-ana"]

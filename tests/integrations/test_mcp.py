@@ -71,7 +71,12 @@ def seed(live: Live) -> str:
                 }
             ]
         )
-        api.add_user_profile([{"user_id": "mcp-user", "content": "Prefers answers in Spanish"}])
+        api.add_user_profile(
+            [
+                {"user_id": "mcp-user", "content": "Prefers answers in Spanish", "tags": ["standing"]},
+                {"user_id": "mcp-user", "content": "Ordered a blue kettle in May"},
+            ]
+        )
         rows = api.get_agent_playbooks(agent_version="mcp-v1").agent_playbooks
     return str(rows[0].agent_playbook_id)
 
@@ -95,6 +100,7 @@ async def test_every_tool_over_streamable_http(live: Live) -> None:
         assert "Confirm the order number before refunding" in found["prompt"]
         assert {"kind": "agent_playbook", "learning_id": playbook_id} in found["retrieved_learnings"]
         assert found["tokens"] > 0 and found["degraded"] is False
+        assert "Prefers answers in Spanish" in found["prompt"]  # standing: served whatever the query
 
         published = structured(
             await client.call_tool(
@@ -129,12 +135,13 @@ async def test_every_tool_over_streamable_http(live: Live) -> None:
         approved = structured(await client.call_tool("approve", {"agent_playbook_id": int(playbook_id)}))
         assert approved["review"] == "approved"
         facts = await client.read_resource("reflexio://users/mcp-user/standing-preferences")
-        assert "Prefers answers in Spanish" in facts.contents[0].text  # type: ignore[union-attr]
+        standing = facts.contents[0].text  # type: ignore[union-attr]
+        assert "Prefers answers in Spanish" in standing and "blue kettle" not in standing
 
     with live.client() as api:
         stored = {i.content: i for i in api.get_interactions(user_id="mcp-user").interactions}
         answer = stored["What is the order number?"]
-        assert [r.learning_id for r in answer.retrieved_learnings] == [playbook_id]
+        assert [r.model_dump() for r in answer.retrieved_learnings] == found["retrieved_learnings"]
         playbook = api.get_agent_playbooks(agent_version="mcp-v1").agent_playbooks[0]
         assert playbook.playbook_status.value == "approved"
 

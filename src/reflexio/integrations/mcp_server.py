@@ -11,8 +11,8 @@ The tools are written once, over a :class:`~reflexio.integrations.gateway.Gatewa
   ``reflexio keys create --reviewer``);
 
 and one resource template, ``reflexio://users/{user_id}/standing-preferences``: what Reflexio
-keeps in mind about a user whatever the question. Until learnings carry a standing mark it
-serves the user's current profiles (the resource's description says so).
+keeps in mind about a user whatever the question, the user's current profiles and user
+playbooks tagged ``STANDING_TAG`` (the ones search serves for every query of that user).
 
 ``reflexio mcp`` runs :func:`stdio_server` with a :class:`ClientGateway` (any server, through
 the SDK). The API mounts :func:`http_mount` at ``/api/mcp``, authenticated like every ``/api``
@@ -47,6 +47,7 @@ from reflexio.models import (
     UpdatePlaybookStatusRequest,
 )
 from reflexio.models.entities import AgentPlaybookView, ProfileView, UserPlaybookView
+from reflexio.prompt_text import STANDING_TAG, rule_line
 from reflexio.service.core import Core
 
 __all__ = [
@@ -72,8 +73,8 @@ INSTRUCTIONS = (
     "`publish` with the turns and the `retrieved_learnings` that search returned."
 )
 STANDING_NOTE = (
-    "Standing learnings are not marked yet, so this lists the user's current profiles: the facts "
-    "and preferences Reflexio learned about them."
+    "These are the user's standing learnings (tag `standing`: language, units, time zone, length, "
+    "tone, format, accessibility), which search serves whatever the question."
 )
 
 
@@ -355,9 +356,16 @@ def build_server(gateway_of: GatewayOf, *, review: bool) -> MCPServer:
         mime_type="text/markdown",
     )
     async def standing_preferences(user_id: str, ctx: Context) -> str:
+        gateway, tags = gateway_of(ctx), [STANDING_TAG]
         with _told(ResourceError):
-            found = await gateway_of(ctx).profiles(GetUserProfilesRequest(user_id=user_id, top_k=100))
-        lines = [f"- {' '.join(p.content.split())}" for p in found.user_profiles]
+            facts = await gateway.profiles(
+                GetUserProfilesRequest(user_id=user_id, top_k=100, tags=tags, status_filter=[None])
+            )
+            rules = await gateway.user_playbooks(
+                GetUserPlaybooksRequest(user_id=user_id, limit=100, tags=tags, status_filter=[None])
+            )
+        lines = [f"- {rule_line(r.trigger, r.content)}" for r in rules.user_playbooks]
+        lines += [f"- {' '.join(p.content.split())}" for p in facts.user_profiles]
         body = "\n".join(lines) if lines else "(nothing learned about this user yet)"
         return f"# Standing preferences of {user_id}\n\n{body}\n\n_{STANDING_NOTE}_\n"
 

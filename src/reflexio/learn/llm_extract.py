@@ -44,6 +44,7 @@ from reflexio.learn.llm_schemas import (
     SessionEvaluationOutput,
 )
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, learn_window
+from reflexio.learn.standing import STANDING_TAG
 from reflexio.learn.windows import Window, WindowLearner
 from reflexio.llm import LLM, LLMOutputError, Role
 from reflexio.models.org_config import DEFAULT_SUCCESS_PROMPT, Config
@@ -334,6 +335,7 @@ def _proposal(item: ProfileItem | PlaybookItem, window: Window) -> Proposal | No
             custom_features=dict(item.features) or None,
             source_interaction_ids=ids,
             track=item.type,
+            tags=[STANDING_TAG] if item.standing else [],
         )
     if _tautological(item.trigger, item.content):
         return None
@@ -346,6 +348,7 @@ def _proposal(item: ProfileItem | PlaybookItem, window: Window) -> Proposal | No
         blocking_issue=item.blocking_issue.model_dump(mode="json") if item.blocking_issue else None,
         source_interaction_ids=ids,
         track=item.track,
+        tags=[STANDING_TAG] if item.standing else [],
     )
 
 

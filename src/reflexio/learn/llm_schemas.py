@@ -52,6 +52,9 @@ class ProfileItem(BaseModel):
     evidence: list[int] = Field(default_factory=list)
     relation: Relation = "new"
     existing_id: int | None = None
+    #: Applies to every answer for the user (language, units, time zone, length, tone,
+    #: format, accessibility): served whatever the query (extract prompt 1.1).
+    standing: bool = False
 
 
 class BlockingIssueItem(BaseModel):
@@ -73,6 +76,7 @@ class PlaybookItem(BaseModel):
     evidence: list[int] = Field(default_factory=list)
     relation: Relation = "new"
     existing_id: int | None = None
+    standing: bool = False
 
 
 class ExtractOutput(BaseModel):

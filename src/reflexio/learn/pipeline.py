@@ -24,10 +24,19 @@ from typing import Any, Protocol
 
 from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, RequestFilter
+from reflexio.learn import standing
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.learn.windows import Window
 from reflexio.models.org_config import Config
-from reflexio.records import NEVER_EXPIRES, Learning, LearningKind, LearningStatus, RequestRecord, now
+from reflexio.records import (
+    NEVER_EXPIRES,
+    Learning,
+    LearningKind,
+    LearningStatus,
+    RequestRecord,
+    Vector,
+    now,
+)
 from reflexio.storage import Storage
 
 __all__ = [
@@ -66,6 +75,8 @@ class Proposal:
         source_interaction_ids: The turns this comes from (provenance).
         track: Which signal produced it (e.g. "correction", "tool_failure", "expert",
             "recipe", "preference", "fact"), recorded as the history reason.
+        tags: Tags the learning is stored with (``learn.standing.STANDING_TAG`` marks a
+            standing preference, served for every query of its user).
     """
 
     kind: LearningKind
@@ -78,6 +89,7 @@ class Proposal:
     custom_features: dict[str, Any] | None = None
     source_interaction_ids: list[int] = field(default_factory=list)
     track: str = ""
+    tags: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -96,12 +108,17 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A judge's verdict on one proposal; ``target`` is an existing learning id."""
+    """A judge's verdict on one proposal; ``target`` is an existing learning id.
+
+    ``remainder``, for ``SUPERSEDE``: what of the target stays true (the unrelated facts of a
+    compound profile); the target is then rewritten to it instead of being retired.
+    """
 
     verdict: Verdict
     target: int | None = None
     content: str | None = None
     reason: str = ""
+    remainder: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +158,11 @@ def learn_window(
     proposals = [p for p in proposals if p.kind in kinds and p.content.strip()]
     if not proposals:
         return Changes(reason="no learnable signal")
-    similar = [_similar(storage, window, p) for p in proposals]
+    vectors = _vectors(storage, proposals)
+    similar = [
+        _with_known(_similar(storage, window, p, v), ctx.existing.get(p.kind, []))
+        for p, v in zip(proposals, vectors, strict=True)
+    ]
     decisions = judge.decide(proposals, similar)
     return _changes(window, ctx, proposals, similar, decisions)
 
@@ -177,10 +198,31 @@ def _dedupe(proposals: Sequence[Proposal]) -> list[Proposal]:
     return kept
 
 
-def _similar(storage: Storage, window: Window, p: Proposal) -> list[Learning]:
+def _vectors(storage: Storage, proposals: Sequence[Proposal]) -> list[Vector | None]:
+    """Query vectors of the proposals, in one embedder call (None without an embedder)."""
+    embedder = getattr(storage, "embedder", None)
+    if embedder is None:
+        return [None for _ in proposals]
+    return list(embedder.embed([p.text for p in proposals], kind="query"))
+
+
+#: Most of the user's other current learnings a judge also sees, after the similar ones.
+KNOWN_LIMIT = 20
+
+
+def _with_known(similar: list[Learning], known: Sequence[Learning]) -> list[Learning]:
+    """The similar learnings, then the user's other current ones of the kind (the newest).
+
+    Search finds what shares words or meaning; "I switched to a Mac" and "uses Windows", or
+    "Fahrenheit instead" and "prefers Celsius", share neither, yet one overturns the other.
+    """
+    ids = {row.id for row in similar}
+    return [*similar, *[row for row in known if row.id not in ids][: max(0, KNOWN_LIMIT - len(similar))]]
+
+
+def _similar(storage: Storage, window: Window, p: Proposal, vector: Vector | None) -> list[Learning]:
     """The user's current learnings of the proposal's kind that are most like it."""
     embedder = getattr(storage, "embedder", None)
-    vector = embedder.embed([p.text], kind="query")[0] if embedder is not None else None
     query = CandidateQuery(
         filters=(
             LearningFilter(kinds=(p.kind,), user_id=window.user_id, statuses=(LearningStatus.CURRENT,)),
@@ -217,9 +259,43 @@ def _changes(
             retired.add(target.id)
         elif decision.verdict is Verdict.SUPERSEDE and target is not None and target.id not in retired:
             changes.added.append(_row(window, ctx, proposal))
-            changes.superseded.append(Supersede(target.id, len(changes.added) - 1, decision.reason))
+            if decision.remainder:  # only part of it is overturned: keep the rest
+                changes.updated.append(target.copy(content=decision.remainder))
+            else:
+                changes.superseded.append(Supersede(target.id, len(changes.added) - 1, decision.reason))
             retired.add(target.id)
+    _retire_overridden_standing(changes, ctx, retired)
     return changes
+
+
+def _standing_facets(row: Learning) -> frozenset[standing.Facet]:
+    tool = (row.blocking_issue or {}).get("kind") == "tool_failure"
+    framed = standing.is_standing_text(row.kind.value, row.content, tool=tool)
+    return framed or (standing.facets(row.content) if standing.STANDING_TAG in row.tags else frozenset())
+
+
+def _retire_overridden_standing(changes: Changes, ctx: LearnContext, retired: set[int]) -> None:
+    """A new standing preference retires the user's older one that gives a facet another value.
+
+    "Fahrenheit instead" and "prefers Celsius" share no word a judge could compare, yet both
+    would be served for every query; one-valued facets (language, units, time zone, currency,
+    length, formality) hold the newer value. The older learning of the same kind is superseded
+    by the new one; one of the other kind (a rule against a profile) is archived.
+    """
+    known = [row for rows in ctx.existing.values() for row in rows]
+    for index, new in enumerate(list(changes.added)):
+        if standing.STANDING_TAG not in new.tags:
+            continue
+        mine = _standing_facets(new)
+        for old in known:
+            if old.id in retired or not standing.conflicting(mine, _standing_facets(old)):
+                continue
+            reason = f"a newer standing preference replaces it: {new.content}"
+            if old.kind is new.kind:
+                changes.superseded.append(Supersede(old.id, index, reason))
+            else:
+                changes.archived.append(old.id)
+            retired.add(old.id)
 
 
 def _updated(target: Learning, proposal: Proposal, decision: Decision) -> Learning:
@@ -230,6 +306,7 @@ def _updated(target: Learning, proposal: Proposal, decision: Decision) -> Learni
         rationale=proposal.rationale or target.rationale,
         pitfall=proposal.pitfall or target.pitfall,
         source_interaction_ids=ids,
+        tags=list(dict.fromkeys([*target.tags, *proposal.tags])),
     )
 
 
@@ -250,6 +327,7 @@ def _row(window: Window, ctx: LearnContext, p: Proposal) -> Learning:
         ttl=p.ttl if profile else "infinity",
         expires_at=expires_at(p.ttl) if profile else NEVER_EXPIRES,
         custom_features=p.custom_features,
+        tags=list(p.tags),
         agent_version=request.agent_version if request else "",
         playbook_name="" if profile else "playbook",
         source=(request.source or None) if request else None,

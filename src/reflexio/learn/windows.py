@@ -10,7 +10,12 @@ playbooks together. Each window's learnings and the bookmark moves commit in one
 a crash repeats at most the window in flight.
 
 Without ``flush`` only full strides are processed and a tail shorter than a stride waits for
-more turns (or for the session to end: finalize and the idle timer flush it).
+more turns (or for the session to end: finalize and the idle timer flush it) — unless the tail
+teaches something: a correction, an instruction, a stated preference, a failed tool call or an
+expert answer should change the agent's next answer, so an ``Urgency`` check (the rule
+extractor's triage, no model call) flushes such a tail at once. Doing it here rather than at
+publish keeps the publish path free of it (~0.7 ms of CPU per publish measured on the shared
+VM) and lets it read the tail with the turns before it, as the extractor will.
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ class Window:
 #: A learner reads a window (and may read storage or call an LLM) and returns Changes for
 #: the window's extractors only.
 WindowLearner = Callable[[Window], Changes]
+
+#: Whether new turns (after the turns before them) teach something worth learning at once.
+Urgency = Callable[[Sequence[InteractionRecord], Sequence[InteractionRecord]], bool]
 
 
 def enabled_extractors(config: Config) -> tuple[str, ...]:
@@ -131,7 +139,13 @@ def plan_windows(
 
 
 def _windows_for(
-    storage: Storage, config: Config, org_id: str, user_id: str, extractor: str, flush: bool
+    storage: Storage,
+    config: Config,
+    org_id: str,
+    user_id: str,
+    extractor: str,
+    flush: bool,
+    urgent: Urgency | None = None,
 ) -> list[Window]:
     size, stride = window_params(config, extractor)
     bookmark = storage.get_bookmark(org_id, user_id, extractor)
@@ -140,9 +154,13 @@ def _windows_for(
     context = storage.list_interactions(
         org_id,
         InteractionFilter(user_id=user_id, up_to_id=after),
-        limit=max(0, size - stride),
+        limit=max(2, size - stride),
         newest_first=True,
     )[::-1]
+    if not flush and urgent is not None:
+        cut = len(new) - len(new) % stride  # the tail a stride would leave waiting
+        flush = cut < len(new) and urgent(new[cut:], [*context, *new[:cut]][-2:])
+    context = context[-(size - stride) :] if size > stride else []
     return plan_windows(org_id, user_id, (extractor,), context, new, size=size, stride=stride, flush=flush)
 
 
@@ -158,8 +176,18 @@ def _merge_plans(plans: Sequence[list[Window]]) -> list[Window]:
     return sorted(merged.values(), key=lambda w: (w.last_id, w.extractors))
 
 
-def run_extraction(ctx: JobContext, storage: Storage, config: Config, learn: WindowLearner) -> int:
+def run_extraction(
+    ctx: JobContext, storage: Storage, config: Config, learn: WindowLearner, urgent: Urgency | None = None
+) -> int:
     """Learn from every turn after each extractor's bookmark for the job's user.
+
+    Args:
+        ctx: The job.
+        storage: Where turns, learnings and bookmarks live.
+        config: The org's config (windows, extractors).
+        learn: What learns from one window.
+        urgent: Flushes a tail shorter than a stride when it teaches something (see the
+            module docstring); without it such a tail waits.
 
     Returns:
         How many windows were processed.
@@ -168,7 +196,7 @@ def run_extraction(ctx: JobContext, storage: Storage, config: Config, learn: Win
     user_id = str(job.payload["user_id"])
     flush = bool(job.payload.get("flush"))
     names = enabled_extractors(config) if job.payload.get("manual") else automatic_extractors(config)
-    plans = [_windows_for(storage, config, job.org_id, user_id, e, flush) for e in names]
+    plans = [_windows_for(storage, config, job.org_id, user_id, e, flush, urgent) for e in names]
     windows = _merge_plans(plans)
     for i, window in enumerate(windows):
         changes = learn(window)

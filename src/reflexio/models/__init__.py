@@ -219,6 +219,7 @@ from reflexio.models.org_config import (
     UserPlaybookExtractorConfig,
 )
 from reflexio.models.prompt import (
+    STANDING_TAG,
     PromptBlock,
     PromptItem,
     estimate_tokens,
@@ -240,6 +241,7 @@ __all__ = [
     "EVENT_TYPES",
     "MASK",
     "NEVER_EXPIRES_TIMESTAMP",
+    "STANDING_TAG",
     "APIKeyConfig",
     "AddAgentPlaybookRequest",
     "AddAgentPlaybookResponse",

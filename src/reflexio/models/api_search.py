@@ -20,7 +20,7 @@ from reflexio.models.entities import (
     UserPlaybookView,
 )
 from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow, WireModel
-from reflexio.models.prompt import PromptBlock, PromptItem, pack_prompt, rule_line
+from reflexio.models.prompt import STANDING_TAG, PromptBlock, PromptItem, pack_prompt, rule_line
 
 __all__ = [
     "ConversationTurn",
@@ -208,11 +208,23 @@ class UnifiedSearchViewResponse(WireModel):
             *(("user_playbook", str(rule.user_playbook_id), rule) for rule in self.user_playbooks),
         ]
         items = [
-            PromptItem(kind, learning_id, rule_line(rule.trigger, rule.content), rule.score)
+            PromptItem(
+                kind,
+                learning_id,
+                rule_line(rule.trigger, rule.content),
+                rule.score,
+                standing=STANDING_TAG in rule.tags,
+            )
             for kind, learning_id, rule in rules
         ]
         items.extend(
-            PromptItem("profile", fact.profile_id, " ".join(fact.content.split()), fact.score)
+            PromptItem(
+                "profile",
+                fact.profile_id,
+                " ".join(fact.content.split()),
+                fact.score,
+                standing=STANDING_TAG in fact.tags,
+            )
             for fact in self.profiles
         )
         return items

@@ -13,9 +13,9 @@ from pydantic import ConfigDict, Field
 
 from reflexio.models.entities import RetrievedLearning
 from reflexio.models.fields import WireModel
-from reflexio.prompt_text import PromptItem, estimate_tokens, pack, rule_line
+from reflexio.prompt_text import STANDING_TAG, PromptItem, estimate_tokens, pack, rule_line
 
-__all__ = ["PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
+__all__ = ["STANDING_TAG", "PromptBlock", "PromptItem", "estimate_tokens", "pack_prompt", "rule_line"]
 
 
 class PromptBlock(WireModel):

@@ -48,7 +48,9 @@ __all__ = [
 #: How long a user's new turns wait for more before extraction runs. Learning works on
 #: windows of several turns anyway, and one job per user per batch instead of one per publish
 #: spares the workers (and the store's write lock) most of their claims and no-op runs.
-#: A flush (``wait_for_response``, a finished session) runs at once.
+#: A flush (``wait_for_response``, a finished session) runs at once; a batch whose tail holds a
+#: turn that teaches something (a correction, a preference...) is flushed by the job itself
+#: (``learn.windows.run_extraction``), so it is learned within seconds without a full stride.
 EXTRACTION_BATCH_SECONDS = 2.0
 
 #: Job task names (the handlers live in reflexio.learn / reflexio.jobs).

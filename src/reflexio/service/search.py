@@ -4,6 +4,12 @@ A search is planned as one ``LearningFilter`` per kind (scope and status applied
 ranking), sent to storage as a single ``CandidateQuery``, then ranked here with the pure
 functions of ``reflexio.ranking``: fused score, threshold, session dedup, near-duplicate
 collapse, ``top_k`` per kind and an optional token budget across kinds. It never calls an LLM.
+
+A user's *standing* learnings (tag ``STANDING_TAG``: language, units, time zone, length, tone,
+format, accessibility) apply to every answer, so the unified search serves them for any query
+of that user (``service.standing``), after the kind's ``top_k``, first in a token budget, and
+with their real relevance as their score: they are there because of the tag, not because they
+match.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from reflexio import ranking, telemetry
@@ -30,7 +37,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import views
+from reflexio.service import standing, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -78,6 +85,9 @@ class Plan:
     fusion: str = "calibrated"
     #: How far a strong hit lifts the learnings extracted from its request (0 turns it off).
     cohesion: float = ranking.COHESION_WEIGHT
+    #: Per filter of ``filters``: the scope of the standing learnings served whatever the
+    #: query (None: none for that filter).
+    standing: tuple[LearningFilter | None, ...] = ()
 
 
 @dataclass(slots=True)
@@ -116,8 +126,16 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
     for candidate in candidates:
         per_filter[candidate.filter_index].append(candidate)
     hits = [_rank_one(group, plan) for group in per_filter]
+    first: set[int] = set()
+    if any(f is not None for f in plan.standing):
+        wanted = standing.Wanted(
+            plan.text, vector, core.embedder.name, plan.top_k, plan.exclude, plan.weights
+        )
+        hits, first = standing.add_standing(
+            core.storage, org_id, plan.standing, hits, wanted, lambda c: _score(c, plan)
+        )
     if plan.max_tokens is not None:
-        hits = _pack(hits, plan.max_tokens)
+        hits = _pack(hits, plan.max_tokens, first)
     timings["rank_ms"] = (time.perf_counter() - started) * 1000
     return Ranked(hits=hits, mode_effective=mode, degraded=degraded, timings=timings)
 
@@ -182,10 +200,14 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
     return [(row, round(s, 6)) for row, s in kept]
 
 
-def _pack(hits: list[list[tuple[Learning, float]]], max_tokens: int) -> list[list[tuple[Learning, float]]]:
-    """Keep the best learnings across kinds that fit in ``max_tokens`` together."""
+def _pack(
+    hits: list[list[tuple[Learning, float]]], max_tokens: int, first: AbstractSet[int] = frozenset()
+) -> list[list[tuple[Learning, float]]]:
+    """Keep the best learnings across kinds that fit in ``max_tokens`` together (``first``,
+    the standing learnings, before any other)."""
     flat = sorted(
-        ((s, i, j) for i, group in enumerate(hits) for j, (_, s) in enumerate(group)), key=lambda t: -t[0]
+        ((s, i, j) for i, group in enumerate(hits) for j, (_, s) in enumerate(group)),
+        key=lambda t: (hits[t[1]][t[2]][0].id not in first, -t[0]),
     )
     sizes = [ranking.estimate_tokens(hits[i][j][0].search_text) for _, i, j in flat]
     kept = {(i, j) for _, i, j in ranking.pack_to_budget(flat, sizes, max_tokens)}
@@ -225,9 +247,12 @@ def _served_approvals(
 def unified_filters(
     req: UnifiedSearchRequest, at: int, approvals: tuple[Approval, ...] | None = None
 ) -> list[tuple[str, LearningFilter]]:
-    """One filter per requested kind (profiles need a user; rejected rules are never served).
+    """One filter per requested kind; rejected rules are never served.
 
-    ``approvals`` overrides the request's agent playbook status filter (``approval_required``).
+    Profiles and user playbooks are one user's learnings: they are served to that user only, so
+    without ``user_id`` those two kinds are not searched at all (Reflexio served every user's
+    user playbooks to a caller who named none). ``approvals`` overrides the request's agent
+    playbook status filter (``approval_required``).
     """
     wanted: list[str] = list(req.entity_types or _KIND_OF_ENTITY)
     tags = tuple(req.tags) if req.tags else None
@@ -247,13 +272,13 @@ def unified_filters(
                 ),
             )
         )
-    if "user_playbooks" in wanted:
+    if "user_playbooks" in wanted and req.user_id:
         out.append(
             (
                 "user_playbooks",
                 LearningFilter(
                     kinds=(LearningKind.USER_PLAYBOOK,),
-                    user_id=req.user_id or None,
+                    user_id=req.user_id,
                     agent_version=req.agent_version or None,
                     playbook_name=req.playbook_name or None,
                     statuses=current,
@@ -307,6 +332,7 @@ def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearc
         mode=SearchMode(req.search_mode),
         exclude=exclude,
         max_tokens=req.max_tokens,
+        standing=tuple(standing.scope(f, req) for _, f in named),
     )
     ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
     out = UnifiedSearchViewResponse(

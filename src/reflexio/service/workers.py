@@ -2,7 +2,8 @@
 
 The task handlers are wired here, above ``jobs`` (generic worker loop) and ``learn`` (domain
 logic): extraction runs the LLM extractors when the org has an LLM provider configured and the
-offline rule extractor otherwise; the session-idle timer flushes the user's extraction and
+offline rule extractor otherwise, and learns at once from a tail of turns that teaches
+something (``learn.rules.triage``); the session-idle timer flushes the user's extraction and
 judges the session. ``reflexio services start`` runs a pool in-process; ``reflexio worker``
 runs one on its own against the same SQLite file or PostgreSQL.
 """
@@ -11,15 +12,17 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from reflexio.jobs import Handler, JobContext, WorkerPool
 from reflexio.learn import evaluate
 from reflexio.learn.changes import Changes
 from reflexio.learn.pipeline import learn_window
+from reflexio.learn.rules.triage import teaches_now
 from reflexio.learn.usage import metered
 from reflexio.learn.windows import Window, run_extraction
-from reflexio.records import Job
+from reflexio.records import InteractionRecord, Job
 from reflexio.service import maintenance, publish
 from reflexio.service.core import Core
 from reflexio.service.learners import learner_for, org_llm
@@ -39,9 +42,14 @@ def _extract(core: Core) -> Handler:
             changes = learn_window(core.storage, config, window, learner.proposer, learner.judge)
             return changes.with_vectors(core.embedder)
 
-        run_extraction(ctx, core.storage, config, learn)
+        run_extraction(ctx, core.storage, config, learn, urgent=_teaches)
 
     return handle
+
+
+def _teaches(tail: Sequence[InteractionRecord], before: Sequence[InteractionRecord]) -> bool:
+    """The rule extractor's triage of a tail that waits for a stride (see ``learn.windows``)."""
+    return teaches_now(tail, lambda: before)
 
 
 def _evaluate_session(core: Core) -> Handler:

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from reflexio.config import ClaudeCodeSettings
 from reflexio.integrations.claude_code.outbox import Injection, Outbox
-from reflexio.prompt_text import PromptItem, pack, rule_line
+from reflexio.prompt_text import STANDING_TAG, PromptItem, pack, rule_line
 
 if TYPE_CHECKING:  # the prompt hook never reads a transcript: it does not import the reader
     from reflexio.integrations.claude_code.transcript import Turn
@@ -189,6 +189,7 @@ def _items(found: dict[str, Any]) -> list[PromptItem]:
             str(r["agent_playbook_id"]),
             rule_line(r.get("trigger"), r["content"]),
             r.get("score"),
+            standing=STANDING_TAG in (r.get("tags") or ()),
         )
         for r in found.get("agent_playbooks", [])
     ]
@@ -198,11 +199,18 @@ def _items(found: dict[str, Any]) -> list[PromptItem]:
             str(r["user_playbook_id"]),
             rule_line(r.get("trigger"), r["content"]),
             r.get("score"),
+            standing=STANDING_TAG in (r.get("tags") or ()),
         )
         for r in found.get("user_playbooks", [])
     ]
     items += [
-        PromptItem("profile", str(r["profile_id"]), " ".join(str(r["content"]).split()), r.get("score"))
+        PromptItem(
+            "profile",
+            str(r["profile_id"]),
+            " ".join(str(r["content"]).split()),
+            r.get("score"),
+            standing=STANDING_TAG in (r.get("tags") or ()),
+        )
         for r in found.get("profiles", [])
     ]
     return items

@@ -16,12 +16,13 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import Any, Protocol
 
 from reflexio import ranking
 from reflexio.learn.rules.lexicon import word_list
 from reflexio.learn.rules.text import informative, words
 
-__all__ = ["ANSWER_PREFIX", "Gist", "Relation", "gist", "novelty", "relate"]
+__all__ = ["ANSWER_PREFIX", "Gist", "Relation", "gist", "gist_of", "is_tool", "novelty", "relate"]
 
 #: How a pitfall that quotes the agent's answer starts; such a pitfall is context, not a "don't".
 ANSWER_PREFIX = "The agent answered:"
@@ -30,8 +31,30 @@ ANSWER_PREFIX = "The agent answered:"
 _NEGATORS = word_list(
     """
     not no never without stop avoid don't doesn't didn't cannot can't won't nor hates hate dislikes
-    dislike detests loathes instead skip isn't aren't shouldn't mustn't refrain neither except
+    dislike detests loathes instead skip isn't aren't shouldn't mustn't refrain neither except quit
+    stopped dropped ditched
     """
+)
+# "Prefers email over phone calls": what comes after "over" is ranked below, as if avoided.
+_RANKED = re.compile(
+    r"\b(prefers?|likes?|wants?|would rather)\s+(.+?)\s+(?:over|to|rather than|than)\s+", re.I
+)
+#: Values one user usually has one of at a time; a reversal that names another retires the old.
+_ONE_OF = {
+    "os": "windows mac macos macbook linux ubuntu fedora debian chromebook chromeos",
+    "phone": "android iphone pixel samsung galaxy oneplus",
+    "language": "python go golang rust java javascript typescript ruby php kotlin swift scala elixir",
+    "transport": "train trains rail fly flying flights flight plane planes car drive driving bus coach ferry",
+    "drink": "coffee tea espresso",
+    "daytime": "morning mornings afternoon afternoons evening evenings night nights",
+    "seat": "window aisle",
+    "theme": "dark light",
+    "chat": "slack teams discord whatsapp telegram signal",
+    "document": "word docx pdf pdfs paper google docs",
+    "channel": "email emails phone call calls text texts sms push notification notifications post letter",
+}
+_PREFERENCE_STEMS = frozenset(
+    ranking.tokenize("prefer prefers like likes love loves want wants enjoy enjoys would rather now switched")
 )
 _CLAUSE = re.compile(r"[;.,]\s+|\s+(?:but|and then|then)\s+")
 # Light verbs too common for a conflict on them alone to mean anything.
@@ -80,6 +103,7 @@ class Gist:
         avoid: Content words in negative position (and the pitfall's).
         slot: For one-valued profile facts: which fact ("location", "diet", ...).
         value: The slot's value words.
+        named: (kind, value) of the one-of-a-kind things it says to do or use ("os", "mac").
     """
 
     core: frozenset[str]
@@ -88,6 +112,7 @@ class Gist:
     avoid: frozenset[str]
     slot: str | None = None
     value: frozenset[str] = frozenset()
+    named: frozenset[tuple[str, str]] = frozenset()
 
 
 @lru_cache(maxsize=4096)
@@ -104,6 +129,7 @@ def gist(
     """
     do: set[str] = set()
     avoid: set[str] = set()
+    content = _RANKED.sub(lambda m: f"{m[1]} {m[2]}; not ", content)
     for clause in _CLAUSE.split(content):
         positive, negative = _polar(clause)
         do |= positive
@@ -113,6 +139,12 @@ def gist(
     avoided = _stems(pitfall) if avoids and pitfall and not pitfall.startswith(ANSWER_PREFIX) else frozenset()
     avoid |= avoided - do
     slot, value = _slot(content)
+    named = frozenset(
+        (_ONE_OF_WORDS[w], w)
+        for clause in _CLAUSE.split(content)
+        for w in _positive_words(clause)
+        if w in _ONE_OF_WORDS
+    )
     return Gist(
         core=core,
         topic=core | informative(trigger or "") | (avoided & informative(pitfall or "")),
@@ -120,6 +152,7 @@ def gist(
         avoid=frozenset(avoid),
         slot=slot,
         value=value,
+        named=named,
     )
 
 
@@ -168,9 +201,23 @@ def _slot(content: str) -> tuple[str | None, frozenset[str]]:
     return None, frozenset()
 
 
-def relate(new: Gist, old: Gist, *, restated: bool = False, reversal: bool = False) -> Relation:
-    """How ``new`` relates to ``old`` (both of the same kind and user)."""
+def relate(
+    new: Gist, old: Gist, *, restated: bool = False, reversal: bool = False, profile: bool = False
+) -> Relation:
+    """How ``new`` relates to ``old`` (both of the same kind and user).
+
+    Args:
+        new: The proposal's gist.
+        old: A known learning's gist.
+        restated: The user says they repeat themselves ("again", "I told you").
+        reversal: The user says something changed ("actually", "now", "any more", "switched").
+        profile: Both are profiles: a reversal that speaks of what the old fact speaks of, and
+            leaves part of it out ("window seats from now on" after "prefers aisle seats"),
+            overturns it; rules change only by polarity.
+    """
     if _slot_conflict(new, old):
+        return Relation.CONTRADICTS
+    if reversal and not restated and (_other_value(new, old) or (profile and _overturns(new, old))):
         return Relation.CONTRADICTS
     conflict = ((new.do & old.avoid) | (new.avoid & old.do)) - _CONFLICT_LIGHT
     shared = new.topic & old.topic
@@ -181,6 +228,29 @@ def relate(new: Gist, old: Gist, *, restated: bool = False, reversal: bool = Fal
     if (not conflict or not polar) and _same(new, old, restated):
         return Relation.SAME
     return Relation.UNRELATED
+
+
+_ONE_OF_WORDS = {word: name for name, values in _ONE_OF.items() for word in values.split()}
+
+
+def _positive_words(clause: str) -> list[str]:
+    """The clause's words before its first negator (what it says to do or use)."""
+    tokens = words(clause)
+    cut = next((i for i, t in enumerate(tokens) if t in _NEGATORS), len(tokens))
+    return tokens[:cut]
+
+
+def _other_value(new: Gist, old: Gist) -> bool:
+    """Both name a value of one kind of thing (an OS, a drink, a seat...) and not the same one."""
+    gained = {kind for kind, _ in new.named - old.named}
+    return any(kind in gained for kind, _ in old.named - new.named)
+
+
+def _overturns(new: Gist, old: Gist) -> bool:
+    """A new fact on the old one's topic that drops part of it (not a restatement with more)."""
+    shared = (new.topic & old.topic) - _PREFERENCE_STEMS
+    dropped = old.core - new.topic - _PREFERENCE_STEMS
+    return bool(shared) and bool(dropped)
 
 
 def _slot_conflict(new: Gist, old: Gist) -> bool:
@@ -204,3 +274,20 @@ def _same(new: Gist, old: Gist, restated: bool) -> bool:
 def novelty(new: Gist, old: Gist) -> frozenset[str]:
     """Content words the new learning adds to the old one."""
     return new.core - old.topic
+
+
+class _Readable(Protocol):
+    content: str
+    trigger: str | None
+    pitfall: str | None
+    blocking_issue: dict[str, Any] | None
+
+
+def is_tool(blocking_issue: dict[str, Any] | None) -> bool:
+    """A tool lesson names its tool (older rows also used the kind ``tool_failure``)."""
+    return bool((blocking_issue or {}).get("tool"))
+
+
+def gist_of(item: _Readable) -> Gist:
+    """The gist of a proposal or a stored learning."""
+    return gist(item.content, item.trigger, item.pitfall, avoids=not is_tool(item.blocking_issue))

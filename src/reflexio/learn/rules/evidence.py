@@ -23,7 +23,17 @@ from reflexio.learn.rules.lexicon import FAILURE_WORDS, SUCCESS_WORDS
 from reflexio.learn.rules.phrasing import join_clauses, lower_first
 from reflexio.learn.rules.text import base_form, capitalize, informative, is_past, sentences, shorten, trim
 
-__all__ = ["ToolCall", "ToolLesson", "combine", "expert_gap", "failed", "tool_calls", "tool_lessons"]
+__all__ = [
+    "ToolCall",
+    "ToolLesson",
+    "as_instruction",
+    "call_text",
+    "combine",
+    "expert_gap",
+    "failed",
+    "tool_calls",
+    "tool_lessons",
+]
 
 #: Share of a clause's content words that must be new for it to count as substantive.
 NOVELTY = 0.5
@@ -38,12 +48,22 @@ _SUBJECT = re.compile(
     r"(?:also\s+|then\s+|first\s+)?",
     re.I,
 )
+_WARNS = re.compile(r"^(?:Mention: )?(?:never|don't|do not|avoid|not)\b", re.I)
 _YOU = re.compile(r"^(?:you (?:should|need to|must|have to|can)|make sure to|be sure to)\s+", re.I)
 
 
 def expert_gap(request: str, answer: str, expert: str) -> list[str]:
-    """The expert's clauses that add substance missing from the agent's answer, as instructions."""
-    return _novel([_instruction(c) for s in sentences(expert) for c in _CLAUSE.split(s)], answer, request)
+    """The expert's clauses that add substance missing from the agent's answer, as instructions.
+
+    A clause that forbids what the answer did ("never edit passwords in config files" against
+    "edit config.yaml") is substance too, although it shares the answer's words.
+    """
+    clauses = [as_instruction(c) for s in sentences(expert) for c in _CLAUSE.split(s)]
+    novel = _novel(clauses, answer, request)
+    done = _content(answer)
+    forbids = [c for c in clauses if c not in novel and _WARNS.match(c) and _content(c) & done]
+    kept = [c for c in clauses if c in novel or c in forbids][:MAX_CLAUSES]
+    return [capitalize(c.removeprefix("Mention: ")) if _WARNS.match(c) else c for c in kept]
 
 
 def _novel(clauses: Sequence[str], *known_texts: str) -> list[str]:
@@ -63,7 +83,7 @@ def _content(text: str) -> frozenset[str]:
     return informative(plain)
 
 
-def _instruction(clause: str) -> str:
+def as_instruction(clause: str) -> str:
     """ "I ran the targeted test" → "Run the targeted test"; a statement → "Mention: ..."."""
     body = _YOU.sub("", _SUBJECT.sub("", trim(clause)))
     head, _, rest = body.partition(" ")
@@ -157,6 +177,11 @@ def _lesson(bad: ToolCall, fix: ToolCall | None) -> ToolLesson:
 
 
 _NOT_ARGS = frozenset({"error", "exception", "message", "result", "reason", "detail", "status"})
+
+
+def call_text(call: ToolCall) -> str:
+    """ "name(arg=value, ...)": a call as a lesson names it."""
+    return f"{call.name}({_args(call.data)})"
 
 
 def _args(data: Mapping[str, Any]) -> str:

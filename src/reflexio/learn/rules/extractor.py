@@ -1,43 +1,46 @@
-"""The offline rule extractor: learning from explicit signals with no model and no API key.
+"""The offline rule extractor's proposer: learning from explicit signals with no model.
 
-The embedded default must learn before anyone configures an LLM, so this proposer and judge
-learn only from what is said or shown outright, deterministically and cheaply next to storage
-and embedding (``python -m bench.rules``; bench/results/rules.json):
+The embedded default must learn before anyone configures an LLM, so this proposer learns only
+from what is said or shown outright, deterministically and cheaply next to storage and
+embedding (``python -m bench.rules``; bench/results/rules.json):
 
-* facts and tastes users state about themselves ("I only ever use Linux", "no Macs") become
-  profiles, phrased in the third person with the user's key words and the request they were
-  said in as context;
+* facts and tastes users state about themselves ("I only ever use Linux", "no Macs", "Japan
+  time, please", "mornings don't work for me any more") become profiles, phrased in the third
+  person with the user's key words and the request they were said in as context;
 * corrections and instructions ("don't ...", "always ...", "you should have ...", "did you
-  actually ...?", "stop X, just do Y") become user playbooks whose trigger is the situation of
-  the request being corrected, whose content is the instruction and whose pitfall is what the
-  agent did;
+  actually ...?", "stop X, just do Y") and corrected facts ("No, refunds are only allowed
+  within 30 days") become user playbooks whose trigger is the situation of the request being
+  corrected, whose content is the instruction and whose pitfall is what the agent did;
 * an expert answer becomes a playbook of what it covered and the agent's answer did not;
-* a failed tool call becomes a playbook naming the call that failed and what worked instead.
+* a failed tool call becomes a playbook naming the call that failed and what worked instead,
+  and a fix the user confirms ("that fixed it, thanks") a recipe of the calls that worked;
+* standing preferences (language, units, time zone, length, tone, format, accessibility)
+  carry the standing tag, so search serves them for every query of their user.
 
-``RuleJudge`` compares each proposal with the user's most similar learnings by polarity and
-topic (``rules.compare``): a reversal supersedes the old learning, a restatement keeps it (or,
-for a profile that adds detail, rewrites it), anything else is added. Reading sentences lives
-in ``rules.signals`` and ``rules.facts``, wording in ``rules.phrasing``, expert answers and
-tool calls in ``rules.evidence``.
+``rules.judge`` relates each proposal to what is known. Reading sentences lives in
+``rules.signals``, ``rules.facts``, ``rules.tastes`` and ``rules.corrections``, wording in
+``rules.phrasing``, expert answers and tool calls in ``rules.evidence`` and ``rules.recipes``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict
-from reflexio.learn.rules.compare import ANSWER_PREFIX, Gist, Relation, gist, novelty, relate
+from reflexio.learn import standing
+from reflexio.learn.pipeline import LearnContext, Proposal
+from reflexio.learn.rules.compare import ANSWER_PREFIX, Relation, gist, gist_of, is_tool, relate
 from reflexio.learn.rules.evidence import combine, expert_gap, tool_calls, tool_lessons
-from reflexio.learn.rules.lexicon import RESTATEMENT_CUES, REVERSAL_CUES
+from reflexio.learn.rules.lexicon import REVERSAL_CUES
 from reflexio.learn.rules.phrasing import join_clauses, situation, summary
+from reflexio.learn.rules.recipes import confirms_fix, recipe, reports_problem
 from reflexio.learn.rules.signals import Reading, Signal, read_message
 from reflexio.learn.rules.text import has_phrase, informative, shorten
 from reflexio.learn.windows import Window
-from reflexio.records import InteractionRecord, Learning, LearningKind
+from reflexio.records import InteractionRecord, LearningKind
 
-__all__ = ["RuleJudge", "RuleProposer"]
+__all__ = ["RuleProposer"]
 
 _AGENT_ROLES = {"agent", "assistant"}
 
@@ -102,23 +105,36 @@ class RuleProposer:
                 drafts += _from_expert(turns, i)
         if LearningKind.USER_PLAYBOOK in kinds:
             drafts += _from_tools(turns)
-        return [d.proposal for d in _settle(_merge_expert(drafts), ctx)]
+        return [_marked(d.proposal) for d in _settle(_merge_expert(drafts), ctx)]
+
+
+def _marked(p: Proposal) -> Proposal:
+    """A standing preference (language, units, time zone, length, tone, format, accessibility)
+    carries the standing tag, so search serves it whatever the query."""
+    if standing.is_standing_text(p.kind.value, p.content, track=p.track, tool=is_tool(p.blocking_issue)):
+        p.tags = list(dict.fromkeys([*p.tags, standing.STANDING_TAG]))
+    return p
 
 
 def _from_user(turns: _Turns, i: int, kinds: Sequence[LearningKind], ctx: LearnContext) -> list[_Draft]:
     turn = turns.turns[i]
     answer = turns.previous(i)
     reacting = answer is not None and is_agent(answer.role)
-    reading = read_message(turn.content, reacting=reacting)
-    if not reading.signals:
-        return []
     corrected = turns.request_before(i - 1) if reacting and answer is not None else None
+    context = " ".join(t.content for t in (corrected, answer) if t is not None and reacting)
+    reading = read_message(turn.content, reacting=reacting, context=context)
+    out: list[_Draft] = []
+    if reacting and answer is not None and LearningKind.USER_PLAYBOOK in kinds:
+        out += _recipe(answer, corrected, turn)
+    if not reading.signals:
+        return out
     request = corrected.content if corrected is not None else " ".join(reading.request)
     ids = [t.id for t in (corrected, answer, turn) if t is not None and (t is not answer or reacting)]
     cues = f'The user said: "{shorten(turn.content, 300)}"'
-    out: list[_Draft] = []
     if LearningKind.PROFILE in kinds:
-        out += _profiles(reading, request, ids, cues, ctx)
+        profiles = _profiles(reading, request, ids, cues, ctx)
+        rules_on = LearningKind.USER_PLAYBOOK in kinds
+        out += [_reversing_rule(d, request, ctx) if rules_on else d for d in profiles]
     if LearningKind.USER_PLAYBOOK in kinds:
         anchor = answer.id if reacting and answer is not None else None
         pitfall = summary(answer.content) if reacting and answer is not None and answer.content else ""
@@ -151,8 +167,39 @@ def _profiles(reading: Reading, request: str, ids: list[int], cues: str, ctx: Le
     ]
 
 
+_TASTE_AS_RULE = (
+    (re.compile(r"^(?:wants|prefers)\s+", re.I), "Give the user "),
+    (re.compile(r"^(?:does not want|no longer likes)\s+", re.I), "Do not give the user "),
+)
+
+
+def _reversing_rule(d: _Draft, request: str, ctx: LearnContext) -> _Draft:
+    """A taste that reverses a known rule ("Google Docs links instead of Word files" after "send
+    notes as a Word document") is stated as a rule, so it supersedes that rule."""
+    p = d.proposal
+    if p.track != "preference":
+        return d
+    mine, reversal = gist_of(p), has_phrase(d.cues, REVERSAL_CUES)
+    rules = ctx.existing.get(LearningKind.USER_PLAYBOOK, [])
+    if not any(relate(mine, gist_of(row), reversal=reversal) is Relation.CONTRADICTS for row in rules):
+        return d
+    content = p.content
+    for lead, replacement in _TASTE_AS_RULE:
+        content = lead.sub(replacement, content, count=1)
+    rule = Proposal(
+        kind=LearningKind.USER_PLAYBOOK,
+        content=content,
+        trigger=situation(request) if request.strip() else None,
+        rationale=p.rationale,
+        source_interaction_ids=list(p.source_interaction_ids),
+        track="correction",
+    )
+    return _Draft(rule, d.anchor, d.cues)
+
+
 def _fact_groups(reading: Reading, ctx: LearnContext) -> list[list[Signal]]:
-    """Facts of one sentence go together; tastes join the facts next to them."""
+    """Facts of one sentence go together; tastes join the facts next to them, except standing
+    ones ("wants Fahrenheit"), which stand alone."""
     groups: list[list[Signal]] = []
     pending: list[Signal] = []
     for sig in reading.signals:
@@ -164,6 +211,8 @@ def _fact_groups(reading: Reading, ctx: LearnContext) -> list[list[Signal]]:
             else:
                 groups.append([sig, *pending])
                 pending = []
+        elif sig.kind == "taste" and standing.facets(sig.text):
+            groups.append([sig])  # a standing preference stands alone: it is served for every query
         elif sig.kind == "taste":
             (groups[-1] if groups else pending).append(sig)
     return groups + [[taste] for taste in pending]
@@ -188,8 +237,28 @@ def _ttl(group: Sequence[Signal]) -> str:
     return min(facts, key=order.index)
 
 
+def _recipe(
+    answer: InteractionRecord, request: InteractionRecord | None, turn: InteractionRecord
+) -> list[_Draft]:
+    """The fix the user confirms ("that fixed it, thanks") after the agent's tool calls."""
+    problem = reports_problem(request.content) if request is not None else False
+    content = recipe(answer) if confirms_fix(turn.content, problem=problem) else None
+    if content is None:
+        return []
+    proposal = Proposal(
+        kind=LearningKind.USER_PLAYBOOK,
+        content=content,
+        trigger=situation(request.content) if request is not None else None,
+        rationale=f'The user confirmed it worked: "{shorten(turn.content, 200)}"',
+        source_interaction_ids=[t.id for t in (request, answer, turn) if t is not None],
+        track="recipe",
+    )
+    return [_Draft(proposal, anchor=answer.id)]
+
+
 def _rules(reading: Reading, *, profiles_on: bool) -> list[Signal]:
-    out = [s for s in reading.signals if s.kind == "instruction" or _team_fact(s, reading)]
+    """What the agent should do: instructions, team conventions and corrected facts."""
+    out = [s for s in reading.signals if s.kind in {"instruction", "world"} or _team_fact(s, reading)]
     if not profiles_on:
         out += [
             replace(s, kind="instruction", text=s.rule)
@@ -283,12 +352,12 @@ def _settle(drafts: list[_Draft], ctx: LearnContext) -> list[_Draft]:
     """Within a window a later statement overrides an earlier one; known lessons are not repeated."""
     kept: list[_Draft] = []
     for d in drafts:
-        mine = _gist_of(d.proposal)
+        mine = gist_of(d.proposal)
         kept = [
             k
             for k in kept
             if k.proposal.kind is not d.proposal.kind
-            or relate(mine, _gist_of(k.proposal), reversal=True) is not Relation.CONTRADICTS
+            or relate(mine, gist_of(k.proposal), reversal=True) is not Relation.CONTRADICTS
         ]
         kept.append(d)
     return [d for d in kept if not _known_elsewhere(d, ctx)]
@@ -296,66 +365,6 @@ def _settle(drafts: list[_Draft], ctx: LearnContext) -> list[_Draft]:
 
 def _known_elsewhere(d: _Draft, ctx: LearnContext) -> bool:
     """A lesson already stored as a learning of the other kind (a profile restated as a rule)."""
-    mine = _gist_of(d.proposal)
+    mine = gist_of(d.proposal)
     others = [rows for kind, rows in ctx.existing.items() if kind is not d.proposal.kind]
-    return any(relate(mine, _gist_of_row(row)) is Relation.SAME for rows in others for row in rows)
-
-
-def _gist_of(p: Proposal) -> Gist:
-    return gist(p.content, p.trigger, p.pitfall, avoids=not _is_tool(p.blocking_issue))
-
-
-def _gist_of_row(row: Learning) -> Gist:
-    return gist(row.content, row.trigger, row.pitfall, avoids=not _is_tool(row.blocking_issue))
-
-
-def _is_tool(blocking_issue: dict[str, Any] | None) -> bool:
-    """A tool lesson names its tool (older rows also used the kind ``tool_failure``)."""
-    return bool((blocking_issue or {}).get("tool"))
-
-
-class RuleJudge:
-    """Decides add / keep / rewrite / supersede by polarity and topic overlap."""
-
-    def decide(self, proposals: Sequence[Proposal], similar: Sequence[Sequence[Learning]]) -> list[Decision]:
-        """One decision per proposal, targets taken from ``similar``; no target is retired twice."""
-        out: list[Decision] = []
-        taken: set[int] = set()
-        for p, near in zip(proposals, similar, strict=True):
-            decision = _decide(p, [row for row in near if row.id not in taken])
-            if decision.verdict in {Verdict.SUPERSEDE, Verdict.UPDATE} and decision.target is not None:
-                taken.add(decision.target)
-            out.append(decision)
-        return out
-
-
-def _decide(p: Proposal, near: Sequence[Learning]) -> Decision:
-    if not near:
-        return Decision(Verdict.ADD, reason="nothing similar is known")
-    if p.track == "tool_failure":
-        return _decide_tool(p, near)
-    mine = _gist_of(p)
-    cues = p.rationale or ""
-    restated = has_phrase(cues, RESTATEMENT_CUES)
-    reversal = has_phrase(cues, REVERSAL_CUES)
-    relations = [(row, relate(mine, _gist_of_row(row), restated=restated, reversal=reversal)) for row in near]
-    for row, relation in relations:
-        if relation is Relation.CONTRADICTS:
-            return Decision(Verdict.SUPERSEDE, target=row.id, reason=f"contradicts learning {row.id}")
-    same = next((row for row, relation in relations if relation is Relation.SAME), None)
-    if same is None:
-        return Decision(Verdict.ADD, reason="no similar learning says the same")
-    added = novelty(mine, _gist_of_row(same))
-    if p.kind is LearningKind.PROFILE and len(added) >= 2:
-        content = join_clauses([same.content, p.content])
-        return Decision(Verdict.UPDATE, target=same.id, content=content, reason="adds detail to a known fact")
-    return Decision(Verdict.KEEP, target=same.id, reason=f"restates learning {same.id}")
-
-
-def _decide_tool(p: Proposal, near: Sequence[Learning]) -> Decision:
-    """A tool failing again is the same lesson, never a reversal; keep the lesson with a fix."""
-    tool = (p.blocking_issue or {}).get("tool", "")
-    for row in near:
-        if tool and (row.blocking_issue or {}).get("tool") == tool:
-            return Decision(Verdict.KEEP, target=row.id, reason=f"{tool} already has a lesson")
-    return Decision(Verdict.ADD, reason="a new tool lesson")
+    return any(relate(mine, gist_of(row)) is Relation.SAME for rows in others for row in rows)

@@ -84,14 +84,14 @@ _LIFE_CHANGE = word_list(
 _CAN_FACT = word_list(
     """
     eat drink have tolerate digest stand handle fly drive walk swim afford travel work speak code
-    cook
+    cook do spend read hear see
     """
 )
 _TRANSIENT_OBJECTS = word_list(
     """
     question questions problem problems issue issues error bug idea doubt concern request complaint
     suggestion feeling meeting call minute second look go try chance moment few quick follow-up
-    followup update new
+    followup update new time
     """
 )
 _ATTRIBUTES = word_list(
@@ -135,14 +135,48 @@ def ttl_of(text: str, default: str = "infinity") -> str:
     return default
 
 
-def self_statements(segment: str) -> list[Fact]:
-    """Facts the user states about themselves in one clause (empty for anything else)."""
+_UP_TO = re.compile(
+    r"^I\s+(?:can|could)\s+(?:now\s+)?(?:go|spend|pay|afford)\s+(?:up\s+to\s+|as much as\s+)?"
+    r"(?P<amount>(?:[$£€]\s?\d[\d,.]*|\d[\d,.]*\s?(?:dollars|euros|pounds))\b.*)$",
+    re.I,
+)
+
+
+def _budget(text: str) -> Fact | None:
+    """ "I can go up to $250 a night now" → "Their budget is up to $250 a night now"."""
+    m = _UP_TO.match(text)
+    return (
+        Fact(text=f"Their budget is up to {trim(m['amount'])}", ttl=ttl_of(text, "one_year")) if m else None
+    )
+
+
+def self_statements(segment: str, *, persistent: bool = False) -> list[Fact]:
+    """Facts the user states about themselves in one clause (empty for anything else).
+
+    Args:
+        segment: The clause.
+        persistent: The clause is marked as lasting ("from now on"), so a wish such as
+            "I'd like invoices by email" is a preference, not a request for this task.
+    """
     text = segment.strip()
-    for reader in (_be, _possessive, _i_verb):
-        fact = reader(text)
-        if fact is not None:
-            return [fact]
-    return []
+    fact = _budget(text) or _be(text) or _possessive(text) or _i_verb(text, persistent)
+    return [fact] if fact is not None else []
+
+
+_NEGATED = frozenset({"don't", "dont", "do", "not", "never", "no", "longer"})
+
+
+def _wish(verb: str, adverbs: list[str], persistent: bool) -> str | None:
+    """ "I no longer want X" is an aversion; "I'd like X from now on" a lasting wish.
+
+    Wants and wishes are otherwise requests ("I want a refund", "I'd like a table for two"),
+    which ``_verb_kind`` leaves alone.
+    """
+    if verb in _DESIRE and set(adverbs) & _NEGATED:
+        return "dislike"
+    if persistent and verb in {"like", "love"} and adverbs[-1:] in (["'d"], ["would"]):
+        return "like"
+    return None
 
 
 def _be(text: str) -> Fact | None:
@@ -186,7 +220,7 @@ def _possessive(text: str) -> Fact | None:
     return Fact(text=fact, negative=bool(re.search(r"n't|\bnot\b", m["verb"])), ttl=ttl_of(text))
 
 
-def _i_verb(text: str) -> Fact | None:
+def _i_verb(text: str, persistent: bool = False) -> Fact | None:
     """ "I only ever use Linux", "I can't stand layovers", "we deploy with Terraform"."""
     m = _I_VERB.match(text)
     if not m or _BE.match(text):
@@ -196,7 +230,7 @@ def _i_verb(text: str) -> Fact | None:
     rest = m["rest"]
     if _NARRATION.search(rest):
         return None
-    kind = _verb_kind(verb, adverbs, rest)
+    kind = _wish(verb, adverbs, persistent) or _verb_kind(verb, adverbs, rest)
     if kind is None:
         return None
     negative = kind == "dislike" or any(
@@ -204,7 +238,10 @@ def _i_verb(text: str) -> Fact | None:
     )
     if not informative(rest) and verb not in _PREFERENCE:
         return None
-    phrase = _moved(verb, rest) or _third(m["subj"], adverbs, verb, rest)
+    phrase = _moved(verb, rest) or _switched(m["subj"], verb, rest) or _third(m["subj"], adverbs, verb, rest)
+    phrase = re.sub(
+        r"^(?:Quits|They quit)\b", lambda q: "Has quit" if q[0] == "Quits" else "They have quit", phrase
+    )
     if kind == "indifferent":
         phrase = (
             capitalize(f"is fine with {swap_to_third(trim(rest))}") if m["subj"].lower() == "i" else phrase
@@ -292,10 +329,23 @@ _MOVED = re.compile(
 def _moved(verb: str, rest: str) -> str | None:
     """ "I moved to Denver last week" → "Lives in Denver (moved last week)": where one lives is one fact."""
     m = _MOVED.match(trim(rest)) if verb in {"moved", "relocated"} else None
-    if m is None:
-        return None
+    if m is None or not m["place"][:1].isupper() or re.search(r"\bfor (?:all )?(?:my|our)\b", m["place"]):
+        return None  # "moved to spaces", "moved to Go for all my tooling": a switch, not a home
     when = f" (moved{m['when'].rstrip()})" if m["when"] else ""
     return f"Lives in {swap_to_third(m['place'])}{when}"
+
+
+def _switched(subj: str, verb: str, rest: str) -> str | None:
+    """ "I switched to a Mac last month" → "Uses a Mac (switched last month)": what they use now."""
+    m = _MOVED.match(re.sub(r"^\s*over\b", "", trim(rest))) if verb in _SWITCH_VERBS else None
+    if m is None:
+        return None
+    when = f" (switched{m['when'].rstrip()})" if m["when"] else " (switched)"
+    uses = "Uses" if subj.lower() == "i" else "They use"
+    return f"{uses} {swap_to_third(m['place'])}{when}"
+
+
+_SWITCH_VERBS = frozenset({"switched", "moved", "changed", "migrated"})
 
 
 def _third(subj: str, adverbs: list[str], verb: str, rest: str) -> str:

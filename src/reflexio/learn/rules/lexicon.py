@@ -29,7 +29,12 @@ def pair_list(text: str) -> dict[str, str]:
 
 __all__ = [
     "CORRECTION_CUES",
+    "DOCUMENT_SPEAKERS",
+    "EVALUATIVE",
     "FAILURE_WORDS",
+    "FIX_APPRAISALS",
+    "FIX_PHRASES",
+    "FIX_STATES",
     "GENERAL_CUES",
     "HYPOTHETICAL_OPENERS",
     "INDIFFERENCE",
@@ -39,11 +44,13 @@ __all__ = [
     "NOT_SELF_ADJECTIVES",
     "NOT_SELF_VERBS",
     "PERSISTENCE_CUES",
+    "PROBLEM_CUES",
     "REPORTING_VERBS",
     "RESTATEMENT_CUES",
     "REVERSAL_CUES",
     "SELF_PROGRESSIVE",
     "SUCCESS_WORDS",
+    "TERSE_NOT",
     "THIRD_PERSON_IRREGULAR",
     "VERBS",
     "word_list",
@@ -76,7 +83,10 @@ VERBS: Final = word_list(
     trim try turn type undo unlock update upgrade upload use validate verify visit wait walk warn
     wash watch weigh wipe wrap write zip do see get be have come exceed drink eat sleep rest stretch
     hydrate consult reach pass greet thank apologise apologize address relocate sit fly drive ride
-    pick spend save invest budget bring
+    pick spend save invest budget bring listen cost seat require last expire belong contain mean
+    depend sit stand hold support exist happen differ equal cap accept allow close open cover skip
+    tag tip need arrive leave land depart stop begin say work state charge ship hurt feel seem
+    sound taste smell break fail crash freeze matter suit fit help drop lose win grow
     """
 )
 
@@ -111,7 +121,8 @@ PERSISTENCE_CUES: Final = phrase_list(
     """
     from now on | from here on | going forward | moving forward | in the future | in future |
     next time | in general | as a rule | by default | for future reference | every time | each time |
-    whenever | anytime | any time | all the time | for all | in all
+    whenever | anytime | any time | all the time | for all | in all | in everything | everything you |
+    all your | your replies | your answers | your responses | every answer | every reply | each answer
     """
 )
 
@@ -132,7 +143,9 @@ CORRECTION_CUES: Final = phrase_list(
     this isn't | that isn't | you forgot | you missed | you didn't | you did not | you should have |
     you shouldn't have | why did you | why didn't you | did you actually | did you even |
     did you really | i told you | i said | i asked you | again | still | ugh | seriously | no, |
-    nope | broke | not working | doesn't work | does not work | didn't work
+    nope | broke | not working | doesn't work | does not work | didn't work | actually | not true |
+    not quite | you're mistaken | you are mistaken | mistaken | outdated | out of date | off by |
+    way off | not how | it's not | it isn't | that changed | that has changed | that's changed
     """
 )
 
@@ -141,7 +154,7 @@ RESTATEMENT_CUES: Final = phrase_list(
     """
     again | i told you | i already told you | i've told you | i have told you | as i said |
     like i said | as i mentioned | i already said | i said | remember | for the last time |
-    once more | how many times
+    once more | how many times | been over this | been through this | we discussed | as discussed
     """
 )
 
@@ -151,7 +164,8 @@ REVERSAL_CUES: Final = phrase_list(
     actually | anymore | any more | no longer | not anymore | changed my mind | change of plan |
     scratch that | forget what i said | ignore what i said | instead | now | these days | nowadays |
     switched | moved | became | become | started | stopped | quit | gave up | no need | don't need |
-    do not need | doesn't need | does not need | stop
+    do not need | doesn't need | does not need | stop | lately | from now on | going forward |
+    gone off | over it | any longer | not any more | relocated | retrained
     """
 )
 
@@ -217,7 +231,7 @@ NOT_SELF_ADJECTIVES: Final = word_list(
     frustrated annoyed tired disappointed impressed surprised pleased excited thrilled sad worried
     afraid checking calling writing following reading off in out up down ready able unable aware all
     late early busy free available away after shopping searching planning almost nearly literally
-    honestly referring talking speaking replying responding
+    honestly referring talking speaking replying responding used
     """
 )
 
@@ -274,3 +288,76 @@ FAILURE_WORDS: Final = phrase_list(
 
 #: Tool status words meaning the call worked.
 SUCCESS_WORDS: Final = ("success", "succeed", "ok", "done", "complete", "pass", "true", "200", "201")
+
+#: A user saying the agent's action fixed their problem ("that fixed it", "works again").
+FIX_PHRASES: Final = phrase_list(
+    """
+    fixed it | that fixed | fixed now | it's fixed | is fixed | that worked | it worked | worked perfectly |
+    worked like a charm | works now | works again | work again | working now | working again |
+    is working | it's working | solved it | that solved | problem solved | issue solved | sorted it |
+    that sorted | all sorted | did the trick | that did it | that was the fix | that was exactly it |
+    resolved | lifesaver | life saver | back to normal | up and running | all good now |
+    good to go now | no more errors | no longer crashes | no more crashes
+    """
+)
+
+#: A state that says things work now, to be read with an appraisal ("printing now, perfect").
+FIX_STATES: Final = phrase_list(
+    """
+    now | again | this time | back | at last | finally | no more | no longer | fine
+    """
+)
+
+#: Appraisals that, with a state, confirm a fix.
+FIX_APPRAISALS: Final = phrase_list(
+    """
+    perfect | great | brilliant | excellent | awesome | amazing | nice | thanks | thank you | cheers |
+    phew | finally | wonderful | fantastic | superb | legend | you rock
+    """
+)
+
+#: Words of a request that reports something broken rather than asking for a task.
+PROBLEM_CUES: Final = phrase_list(
+    """
+    can't | cannot | won't | doesn't | does not | isn't | is not | aren't | not working | broken |
+    broke | fails | failing | failed | failure | error | errors | crash | crashes | crashing | stuck |
+    down | keeps | keep | offline | slow | blank | wrong | missing | full | timing out | times out |
+    timed out | rejected | dropping | drops | stutters | stuttering | freezes | frozen | hangs |
+    issue | problem | bug | unable | no longer | stopped | won't | refuses | denied | lost | empty |
+    duplicates | outdated | stale
+    """
+)
+
+#: Words a short reply is made of when it acknowledges or judges rather than asks for something.
+TERSE_NOT: Final = word_list(
+    """
+    thanks thank you ty ok okay k cool great perfect nice awesome lol haha hmm hm yes yeah yep yup
+    no nope nah sure fine good right correct exactly interesting wow oh ah phew brilliant excellent
+    amazing noted understood got it sounds love deal done bye cheers welcome sorry please maybe
+    alright agreed same whatever never mind worries all me too of course definitely absolutely true
+    fair wait hello hi hey lovely super fantastic wonderful thx much so very really again well way
+    expensive cheap pricey wrong bad terrible awful useless helpful better worse weird strange
+    confusing clear obvious ugh seriously what why how huh hah ha nice one cheers mate
+    """
+)
+
+#: Words that judge rather than inform: a statement made of them ("That is wrong") is a complaint.
+EVALUATIVE: Final = word_list(
+    """
+    wrong right correct incorrect true false bad good great fine terrible awful useless dangerous
+    outdated off mistaken mistake nonsense ridiculous expensive cheap pricey slow better worse best
+    worst helpful unhelpful rude weird strange confusing clear obvious broken okay ok perfect nice
+    cool interesting annoying frustrating disappointing too very really way so much ambiguous
+    misleading inaccurate unclear silly stupid pointless irrelevant unacceptable terrible lame
+    small big large long short easy hard difficult enough
+    """
+)
+
+#: Nouns whose "says" is a source of facts, not someone's opinion ("the label says 5 ml").
+DOCUMENT_SPEAKERS: Final = word_list(
+    """
+    label labels policy policies contract contracts handbook manual manuals docs documentation
+    website site page sign signs law laws rule rules terms guide guidelines spec specification
+    invoice receipt ticket schedule timetable form letter email readme wiki
+    """
+)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from reflexio.learn.rules.clauses import segments
+from reflexio.learn.rules.corrections import about, has_verb, world_statement
 from reflexio.learn.rules.facts import object_of, self_statements
 from reflexio.learn.rules.instructions import (
     Signal,
@@ -25,6 +27,7 @@ from reflexio.learn.rules.instructions import (
     declarative,
     forgotten,
     imperative,
+    lower,
     negative_rule,
     pattern_rule,
     question_rule,
@@ -32,6 +35,7 @@ from reflexio.learn.rules.instructions import (
 )
 from reflexio.learn.rules.lexicon import (
     CORRECTION_CUES,
+    DOCUMENT_SPEAKERS,
     GENERAL_CUES,
     HYPOTHETICAL_OPENERS,
     ITEM_VERBS,
@@ -39,9 +43,10 @@ from reflexio.learn.rules.lexicon import (
     REPORTING_VERBS,
     RESTATEMENT_CUES,
     REVERSAL_CUES,
-    VERBS,
     word_list,
 )
+from reflexio.learn.rules.recipes import confirms_fix
+from reflexio.learn.rules.tastes import aversion, judged, terse
 from reflexio.learn.rules.text import (
     base_form,
     clean,
@@ -53,6 +58,7 @@ from reflexio.learn.rules.text import (
     trim,
     words,
 )
+from reflexio.learn.standing import facets
 
 __all__ = ["Reading", "Signal", "read_message"]
 
@@ -67,6 +73,9 @@ class Reading:
     reversal: bool = False
     instructive: bool = False
     reacting: bool = False
+    confirms: bool = False  # the user says the agent's action fixed their problem
+    grumbling: bool = False  # the sentence being read opens with "ugh", "seriously", ...
+    context: str | None = ""
     request: list[str] = field(default_factory=list)
 
 
@@ -75,17 +84,15 @@ _OPENER = re.compile(
     r"ugh|come on|please|pls|plz|kindly|once again|again|as I (?:said|mentioned)|like I said|"
     r"I (?:already |have |'ve )?(?:told|asked) you(?: before| already)?|I said|remember|note|fyi|"
     r"one more thing|for the last time|actually|in fact|then|now|great|thanks|thank you|"
+    r"these days|nowadays|lately|recently|at the moment|for now|to be honest|tbh|honestly|"
+    r"scratch that(?: preference)?|change of plan|on second thoughts?|come to think of it|"
+    r"I(?:'ve| have) changed my mind|"
     r"no|nope|wrong|sorry|hi|hello)(?:[\s,:;.!-]+|$)",
     re.IGNORECASE,
 )
 # Openers that only count as such when punctuation follows ("No Macs" is a taste, "No," is not).
 _PUNCT_ONLY = {"no", "nope", "wrong", "great", "sorry", "hi", "hello", "look"}
-_SEGMENT = re.compile(
-    r",\s+(?=(?:I|I'm|I've|we|my|our|just|instead|rather|that|this|it|and|but|so|because|since|then|"
-    r"otherwise|or|please|can|could|would|will|do|does|what|how|which|where|any|is|are|never|always|don't|"
-    r"do not|stop)\b)|\s+and\s+(?=(?:I|I'm|I've|we|my|our)\b)|;\s+|:\s+|\s+-\s+"
-)
-_VERB_SEGMENT = re.compile(r",\s+(?=(\w+)\b)")
+_GRUMBLE = re.compile(r"^(?:ugh+|argh+|seriously|come on|oh no|yikes|ew+|meh|sigh|great\.\.\.|wow)\b", re.I)
 _PERSIST_LEAD = re.compile(
     r"^(?:from now on|from here on(?: out)?|going forward|moving forward|in (?:the )?future|next time|"
     r"in general|as a rule|by default|for future reference|for the future)\b[\s,:]*",
@@ -118,16 +125,20 @@ _NOT_SPEAKER = word_list(
 )
 
 
-def read_message(text: str, *, reacting: bool) -> Reading:
+def read_message(text: str, *, reacting: bool, context: str | None = "") -> Reading:
     """The signals of one user message.
 
     Args:
         text: The message.
         reacting: The message answers an agent turn (corrections are expected there).
+        context: The request and the answer the message reacts to: a statement of how things
+            are ("Denver is on Mountain Time") corrects the answer when it is about them.
+            None reads every such statement as a correction (to ask whether the answer matters).
     """
-    reading = Reading(reacting=reacting)
+    reading = Reading(reacting=reacting, context=context)
     low = " ".join(words(text))
-    reading.correction = reacting and has_phrase(low, CORRECTION_CUES)
+    reading.confirms = reacting and confirms_fix(text)
+    reading.correction = reacting and has_phrase(text, CORRECTION_CUES)  # raw: "no," keeps its comma
     reading.restated = has_phrase(low, RESTATEMENT_CUES)
     reading.reversal = has_phrase(low, REVERSAL_CUES)
     for n, sentence in enumerate(sentences(text)):
@@ -144,13 +155,16 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
     if not body or _hypothetical(body):
         return []
     if body.endswith("?"):
-        question = _persistence(body.rstrip("?! "))[1]
-        facts = [f for seg in _segments(question) if not _reported(seg) for f in _facts(seg)]
+        lasting, question = _persistence(body.rstrip("?! "))
+        facts = [f for seg in segments(question) if not _reported(seg) for f in _facts(seg)]
         asked = question_rule(question) if reacting or reading.instructive else None
+        if asked is None and lasting:  # "Can you talk to me in Portuguese from now on?"
+            asked = _lasting_request(question)
         return facts + ([asked] if asked is not None else [])
     out: list[Signal] = []
     sentence_persists, body = _persistence(body)
-    for segment in _segments(body):
+    reading.grumbling = _GRUMBLE.match(sentence) is not None  # "Ugh, a middle seat." names no wish
+    for segment in segments(body):
         if _reported(segment):
             continue
         persistent, text = _persistence(finish(_strip_openers(segment)))
@@ -159,21 +173,13 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
     return out
 
 
-def _segments(body: str) -> list[str]:
-    """Clauses of a sentence: cut before "I", "just", "can you", an imperative verb, ..."""
-    out: list[str] = []
-    for part in _SEGMENT.split(body):
-        start = 0
-        leading_contrast = part.lower().startswith(("instead of ", "rather than "))
-        for m in _VERB_SEGMENT.finditer(part):
-            if leading_contrast and start == 0:
-                leading_contrast = False
-                continue
-            if m.group(1).lower() in VERBS:
-                out.append(part[start : m.start()])
-                start = m.end()
-        out.append(part[start:])
-    return [s.strip(" ,") for s in out if s and s.strip(" ,")]
+_ASKS = re.compile(r"^(?:can|could|would|will) you (?:please\s+)?(?P<body>.+)$", re.I)
+
+
+def _lasting_request(question: str) -> Signal | None:
+    """A request marked as lasting is an instruction: "could you reply in French from now on?"."""
+    m = _ASKS.match(question)
+    return rule(m["body"], negative=False, source=question) if m and imperative(m["body"]) else None
 
 
 def _read_segment(
@@ -184,24 +190,52 @@ def _read_segment(
         if instead is not None:
             earlier[-1] = instead
             return []
-    facts = _facts(segment)
+        if earlier[-1].kind == "world" and _detail(segment):  # "..., and only with a receipt"
+            earlier[-1] = replace(earlier[-1], text=f"{earlier[-1].text}, {lower(segment)}")
+            return []
+    wishing = (reacting or persistent) and not reading.confirms
+    averse = aversion(segment) if wishing else None
+    if averse is not None:
+        return [averse]
+    facts = _facts(segment, persistent)
     if facts:
         return facts
-    if reacting or persistent:
-        taste = _taste(segment)
-        if taste is not None:
-            return [taste]
+    taste = (_taste(segment) or judged(segment)) if wishing else None
+    if taste is not None:
+        return [taste]
     because = any(s.kind == "fact" for s in earlier)  # "I'm diabetic, so keep desserts low in sugar"
-    found = _instruction(segment, reading, reacting, persistent or (because and reacting))
+    told = persistent or not reading.confirms  # "No more prompts, that fixed it!" reports, not asks
+    found = _instruction(segment, reading, reacting, persistent or (because and reacting)) if told else None
     if found is not None:
         reading.instructive = True
-    return [found] if found is not None else []
+        return [found]
+    wish = (
+        terse(segment, plausible=_plausible(reading, persistent))
+        if wishing and not reading.grumbling
+        else None
+    )
+    if wish is not None:
+        return [wish]
+    world = world_statement(segment) if reacting and not reading.confirms else None
+    if world is not None and (reading.correction or reading.context is None or about(world, reading.context)):
+        return [Signal(kind="world", text=world, source=segment)]
+    return []
 
 
-def _facts(segment: str) -> list[Signal]:
+def _detail(segment: str) -> bool:
+    """A verbless clause that adds to the statement before it (no instruction of its own)."""
+    return not has_verb(segment) and not imperative(segment) and pattern_rule(segment) is None
+
+
+def _plausible(reading: Reading, persistent: bool) -> bool:
+    """A verbless reply is a wish when the message marks it lasting, corrected, restated or changed."""
+    return persistent or reading.correction or reading.reversal or reading.restated
+
+
+def _facts(segment: str, persistent: bool = False) -> list[Signal]:
     return [
         Signal(kind=f.kind, text=f.text, negative=f.negative, ttl=f.ttl, source=segment)
-        for f in self_statements(_strip_openers(segment))
+        for f in self_statements(_strip_openers(segment), persistent=persistent)
     ]
 
 
@@ -213,7 +247,9 @@ def _strip_openers(text: str) -> str:
             break
         word = m.group(0).strip(" ,:;.!-").lower()
         if word in _PUNCT_ONLY and not re.match(r"^\w+[,:;.!-]", m.group(0).strip()):
-            break
+            follow = _OPENER.match(out[m.end() :])  # "Wrong again, ...", "No no, ..."
+            if follow is None or follow.group(0).strip(" ,:;.!-").lower() in _PUNCT_ONLY - {"no", "wrong"}:
+                break
         out = out[m.end() :].strip()
     return out
 
@@ -239,6 +275,8 @@ def _reported(text: str) -> bool:
             return False
         if any(t in {"i", "you", "we", "i've", "i'd", "to", "it's", "it"} for t in speaker):
             return False
+        if speaker[-1] in DOCUMENT_SPEAKERS:
+            return False  # "the label says 5 ml": a source, not an opinion
         inflected = token.endswith(("s", "ed")) or token in {"said", "told", "thought", "wrote", "swore"}
         return (
             inflected
@@ -278,6 +316,7 @@ def _instruction(segment: str, reading: Reading, reacting: bool, persistent: boo
         or reading.correction
         or reading.restated
         or reading.instructive
+        or bool(facets(segment))  # how to answer ("skip the chit-chat", "switch me to 24-hour")
     )
     if general and imperative(segment):
         return rule(segment, negative=False, source=segment)
@@ -311,7 +350,7 @@ def _taste(segment: str) -> Signal | None:
             source=segment,
             rule=f"Do not offer {obj}",
         )
-    m = _ONLY_TASTE.match(segment)
+    m = _ONLY_TASTE.match(segment) if not has_verb(segment) else None
     if m:
         item = trim(m["a"] or m["b"] or "")
         if item and base_form(words(item)[0]) is None and len(item.split()) <= 4:

@@ -73,9 +73,21 @@ def has_phrase(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
     A phrase ending in a comma ("no,") only matches with its comma, so "No," counts and
     "no Macs" does not.
     """
-    low = " " + " ".join(words(text)) + " "
-    raw = " " + text.lower() + " "
-    return any((f" {p[:-1]}," in raw) if p.endswith(",") else (f" {p.strip()} " in low) for p in phrases)
+    plain, comma = _phrase_patterns(phrases if isinstance(phrases, tuple) else tuple(sorted(phrases)))
+    if plain is not None and plain.search(" " + " ".join(words(text)) + " "):
+        return True
+    return comma is not None and comma.search(" " + text.lower() + " ") is not None
+
+
+@lru_cache(maxsize=256)
+def _phrase_patterns(phrases: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One pattern for a list's plain phrases (matched on words) and one for its "x," phrases."""
+    plain = [re.escape(p.strip()) for p in phrases if not p.endswith(",")]
+    comma = [re.escape(p[:-1]) for p in phrases if p.endswith(",")]
+    return (
+        re.compile(r" (?:" + "|".join(plain) + r") ") if plain else None,
+        re.compile(r" (?:" + "|".join(comma) + r"),") if comma else None,
+    )
 
 
 @lru_cache(maxsize=1)
