@@ -12,8 +12,11 @@ server (``python -m reflexio.api.server``, no workers, so only the request path 
   metrics are exported in the background, as with a real collector.
 
 Rounds alternate the order (off, on / on, off, ...) so drift on a shared machine hits both
-alike; each round restarts the server. Publish and search run sequentially over one keep-alive
-connection each; the first tenth of each round is warm-up. Goal: ``on`` p95 within 10 % of
+alike; each round restarts the server. Besides latency, each round records the server
+process's CPU time per request (user + system, all its threads, the exporting ones included):
+on a shared machine latency is mostly waiting for a core, and CPU is what telemetry costs.
+Publish and search run sequentially over one keep-alive connection each; the first tenth of
+each round is warm-up. Goal: ``on`` p95 within 10 % of
 ``off`` for both.
 """
 
@@ -98,13 +101,27 @@ def timed_searches(url: str, n: int) -> list[float]:
     return times[n // 10 :]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def one_round(
     env: dict[str, str], n: int, first: int, seeded: bool, learnings: int
-) -> dict[str, list[float]]:
-    with server_process(env) as url:
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Latencies of ``n`` searches then ``n`` publishes, and the server's CPU ms per request of each."""
+    pids: list[int] = []
+    with server_process(env, pids) as url:
         if not seeded:
             seed(url, learnings)
-        return {"search": timed_searches(url, n), "publish": _ack_round(url, n, first)}
+        started = cpu_seconds(pids[0])
+        searches = timed_searches(url, n)
+        between = cpu_seconds(pids[0])
+        publishes = _ack_round(url, n, first)
+        ended = cpu_seconds(pids[0])
+    cpu = {"search": (between - started) * 1000 / n, "publish": (ended - between) * 1000 / n}
+    return {"search": searches, "publish": publishes}, cpu
 
 
 def main() -> None:
@@ -121,6 +138,7 @@ def main() -> None:
         "off": {"search": [], "publish": []},
         "on": {"search": [], "publish": []},
     }
+    cpu: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in pooled}
     with tempfile.TemporaryDirectory() as folder:
         homes = {name: Path(folder) / name for name in pooled}
         for round_no in range(args.rounds):
@@ -134,13 +152,21 @@ def main() -> None:
                     "REFLEXIO_OTEL_ENDPOINT": endpoint if name == "on" else "",
                     "OTEL_EXPORTER_OTLP_ENDPOINT": "",
                 }
-                result = one_round(env, args.requests, round_no * args.requests, round_no > 0, args.learnings)
+                result, used = one_round(
+                    env, args.requests, round_no * args.requests, round_no > 0, args.learnings
+                )
                 for op, times in result.items():
                     pooled[name][op].extend(times)
+                    cpu[name][op].append(used[op])
     sink.shutdown()
     ms = {name: {op: percentiles(times) for op, times in ops.items()} for name, ops in pooled.items()}
     overhead = {
         op: round(100 * (ms["on"][op]["p95"] - ms["off"][op]["p95"]) / ms["off"][op]["p95"], 1)
+        for op in ("publish", "search")
+    }
+    cpu_ms = {name: {op: round(sum(v) / len(v), 3) for op, v in ops.items()} for name, ops in cpu.items()}
+    cpu_overhead = {
+        op: round(100 * (cpu_ms["on"][op] - cpu_ms["off"][op]) / cpu_ms["off"][op], 1)
         for op in ("publish", "search")
     }
     report = {
@@ -153,11 +179,20 @@ def main() -> None:
         "goal": "on p95 within 10% of off, for publish and search",
         "ms": ms,
         "p95_overhead_percent": overhead,
+        "server_cpu_ms_per_request": cpu_ms,
+        "server_cpu_per_round": cpu,
+        "cpu_overhead_percent": cpu_overhead,
         "load_average": os.getloadavg(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({"ms": ms, "p95_overhead_percent": overhead, "exports": _Sink.received}, indent=2))
+    summary = {
+        "ms": ms,
+        "p95_overhead_percent": overhead,
+        "cpu_ms": cpu_ms,
+        "cpu_overhead_percent": cpu_overhead,
+    }
+    print(json.dumps(summary | {"exports": _Sink.received}, indent=2))
 
 
 if __name__ == "__main__":
