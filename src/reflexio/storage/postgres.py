@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from copy import copy
 from dataclasses import dataclass
 from typing import Any, Final
@@ -56,6 +56,13 @@ _Q = queries("postgres")
 _PLAN_EACH_TIME: Final = frozenset({"search_interactions"})
 
 
+def _has_rows(cur: psycopg.Cursor[Any]) -> bool:
+    """Whether the statement returned a row set (``description`` would build every column's
+    metadata just to answer that)."""
+    result = cur.pgresult
+    return result is not None and result.nfields > 0
+
+
 @dataclass
 class _Tx:
     """A borrowed connection inside an open transaction."""
@@ -64,15 +71,42 @@ class _Tx:
     open: bool = True
 
 
-@contextmanager
-def _driver_errors() -> Iterator[None]:
-    """Unique violations surface as ``ConflictError``, connection failures as ``StorageError``."""
-    try:
-        yield
-    except psycopg.errors.UniqueViolation as exc:
-        raise ConflictError(exc.diag.message_detail or str(exc)) from exc
-    except psycopg.OperationalError as exc:
-        raise StorageError(f"PostgreSQL failed: {exc}") from exc
+class _DriverErrors:
+    """Unique violations surface as ``ConflictError``, connection failures as ``StorageError``.
+
+    A class rather than a ``@contextmanager`` generator: every statement passes through it,
+    and a generator-based manager costs several times more per use.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, psycopg.errors.UniqueViolation):
+            raise ConflictError(exc.diag.message_detail or str(exc)) from exc
+        if isinstance(exc, psycopg.OperationalError):
+            raise StorageError(f"PostgreSQL failed: {exc}") from exc
+
+
+_driver_errors: Final = _DriverErrors()
+
+
+class _Held:
+    """The transaction's own connection for one statement (see ``_DriverErrors``: a class
+    because this runs for every statement of every transaction)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> Conn:
+        return self.conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        _driver_errors.__exit__(kind, exc, tb)
 
 
 class PostgresConnector:
@@ -95,7 +129,7 @@ class PostgresConnector:
         self.url = url
         self._local = threading.local()
         self._tx: _Tx | None = None
-        with _driver_errors():
+        with _driver_errors:
             schema = migrate(url, dim, hnsw_min_rows)
             self._vector_type, self._iterative_scan = schema.vector_type, schema.iterative_scan
             self.search = PostgresSearch(POSTGRES, schema.hnsw)
@@ -125,16 +159,15 @@ class PostgresConnector:
         tx = tx or getattr(self._local, "tx", None)
         return tx if tx is not None and tx.open else None
 
-    @contextmanager
-    def connection(self) -> Iterator[Conn]:
+    def connection(self) -> AbstractContextManager[Conn]:
         """The open transaction's connection, or one borrowed for the block."""
         tx = self._current()
-        with _driver_errors():
-            if tx is not None:
-                yield tx.conn
-                return
-            with self._pool.connection() as conn:
-                yield conn
+        return _Held(tx.conn) if tx is not None else self._borrow()
+
+    @contextmanager
+    def _borrow(self) -> Iterator[Conn]:
+        with _driver_errors, self._pool.connection() as conn:
+            yield conn
 
     @contextmanager
     def transaction(self, *, savepoint: bool = True) -> Iterator[PostgresConnector]:
@@ -142,7 +175,7 @@ class PostgresConnector:
         ``savepoint=False``), else a borrowed connection, bound to this thread and to the
         yielded connector (which other threads may use)."""
         tx = self._current()
-        with _driver_errors():
+        with _driver_errors:
             if tx is not None and not savepoint:
                 yield self._bound(tx)
             elif tx is not None:
@@ -170,14 +203,15 @@ class PostgresConnector:
             return conn.execute(_Q.render(query, parts), params, prepare=self._prepare(query)).rowcount
 
     def one(self, query: str, params: Params | None = None, **parts: str) -> Row | None:
-        rows = self.all(query, params, **parts)
-        return rows[0] if rows else None
+        with self.connection() as conn, conn.cursor(binary=True) as cur:
+            cur.execute(_Q.render(query, parts), params, prepare=self._prepare(query))
+            return cur.fetchone() if _has_rows(cur) else None
 
     def all(self, query: str, params: Params | None = None, **parts: str) -> list[Row]:
         # Binary results: vectors arrive as raw float4s instead of text to parse.
         with self.connection() as conn, conn.cursor(binary=True) as cur:
             cur.execute(_Q.render(query, parts), params, prepare=self._prepare(query))
-            return list(cur.fetchall()) if cur.description else []
+            return list(cur.fetchall()) if _has_rows(cur) else []
 
     def many(self, query: str, rows: Sequence[Params]) -> None:
         if rows:
