@@ -196,25 +196,34 @@ QUERIES = [  # (template, shares words with the learnings)
 ]
 
 
-def _weights(n: int) -> list[float]:
-    cum, total = [], 0.0
-    for rank in range(1, n + 1):
-        total += 1.0 / rank**1.1
-        cum.append(total)
-    return cum
+class Filler:
+    """Fills the ``{slot}`` holes of a template from a vocabulary, drawing each slot's words
+    with Zipf-like weights (the first word of a slot is the most common, 1/rank^exponent)."""
+
+    def __init__(self, words: dict[str, list[str]], exponent: float) -> None:
+        self.words = words
+        self._cum = {slot: self._cumulative(len(options), exponent) for slot, options in words.items()}
+
+    @staticmethod
+    def _cumulative(n: int, exponent: float) -> list[float]:
+        cum, total = [], 0.0
+        for rank in range(1, n + 1):
+            total += 1.0 / rank**exponent
+            cum.append(total)
+        return cum
+
+    def __call__(self, rng: random.Random, template: str) -> str:
+        out = template
+        while "{" in out:
+            start = out.index("{")
+            end = out.index("}", start)
+            slot = out[start + 1 : end]
+            word = rng.choices(self.words[slot], cum_weights=self._cum[slot])[0]
+            out = out[:start] + word + out[end + 1 :]
+        return out
 
 
-_CUM = {slot: _weights(len(words)) for slot, words in W.items()}
-
-
-def _fill(rng: random.Random, template: str) -> str:
-    out = template
-    while "{" in out:
-        start = out.index("{")
-        slot = out[start + 1 : out.index("}", start)]
-        word = rng.choices(W[slot], cum_weights=_CUM[slot])[0]
-        out = out[:start] + word + out[out.index("}", start) + 1 :]
-    return out
+_fill = Filler(W, 1.1)
 
 
 def _pick(rng: random.Random, options: Sequence[Any]) -> Any:

@@ -70,7 +70,9 @@ class Reflexio(Protocol):
         self, *, user_id: str, session_id: str, agent_version: str, source: str, turns: list[dict[str, Any]]
     ) -> str: ...
     def finish_session(self, *, user_id: str, session_id: str, last_request_id: str | None) -> None: ...
-    def llm_usage(self) -> tuple[int, int]: ...
+    def reflection_action_ids(self) -> set[int]: ...
+    def reflection_evidence(self, known: set[int]) -> list[dict[str, Any]]: ...
+    def llm_usage(self) -> dict[str, int]: ...
     def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None: ...
     def report_outcome(self, *, user_id: str, session_id: str, outcome: str) -> str | None: ...
     def set_min_users(self, min_users: int) -> None: ...
@@ -102,6 +104,9 @@ class Tally:
     outcomes_reported: int = 0
     outcomes_not_reported: int = 0
     harm_served_after: int = 0  # the maximum over harms keys (see Player.harm_sessions)
+    judge_calls: int = 0
+    judged_sessions: int = 0
+    learning_judge_calls: int = 0
 
     def add(self, other: Tally) -> None:
         for name in self.__dataclass_fields__:
@@ -115,6 +120,10 @@ class Tally:
             "context_precision": _ratio(self.retrieved_matching, self.retrieved, empty=1.0),
             "tokens_injected_per_turn": round(self.injected_chars / 4 / max(self.turns, 1), 2),
             "llm_calls_per_interaction": round(self.llm_calls / max(self.interactions, 1), 4),
+            # The learning pipeline's own calls (the judges' cost has its own budget, below).
+            "extraction_calls_per_interaction": round(
+                (self.llm_calls - self.judge_calls) / max(self.interactions, 1), 4
+            ),
             "llm_tokens_per_interaction": round(self.llm_tokens / max(self.interactions, 1), 2),
             "mistakes_first": self.mistakes_first,
             "repeat_opportunities": self.repeat_opportunities,
@@ -133,6 +142,20 @@ class Tally:
             "failed_sessions": self.failed_sessions,
             "outcomes_reported": self.outcomes_reported,
             "outcomes_not_reported": self.outcomes_not_reported,
+            **self.judge_metrics(),
+        }
+
+    def judge_metrics(self) -> dict[str, float | int | None]:
+        """LLM judge cost: calls per LLM-judged session, against the budget of 2 per session
+        plus 1 per 25 injected learnings (``retrieved`` is what was injected)."""
+        budget = 2 * self.judged_sessions + self.retrieved / 25
+        return {
+            "judge_calls": self.judge_calls,
+            "judged_sessions": self.judged_sessions,
+            "learning_judge_calls": self.learning_judge_calls,
+            "judge_calls_per_judged_session": _ratio(self.judge_calls, self.judged_sessions),
+            "learning_judge_calls_per_injected_learning": _ratio(self.learning_judge_calls, self.retrieved),
+            "judge_call_budget": round(budget, 2) if self.judged_sessions else None,
         }
 
 
@@ -385,12 +408,44 @@ class SdkReflexio:
 
     def finish_session(self, *, user_id: str, session_id: str, last_request_id: str | None) -> None:
         self.client.finalize_session(user_id=user_id, session_id=session_id)
+        _wait_jobs(self.client, EVALUATION_TASK)
         if last_request_id:
             _wait_done(self.client, last_request_id)
         _wait_jobs(self.client, AGGREGATION_TASK)
+        _wait_jobs(self.client, REVISION_TASK)
 
-    def llm_usage(self) -> tuple[int, int]:
-        return self._usage() if self._usage else (0, 0)
+    def reflection_action_ids(self) -> set[int]:
+        """Ids of every reflection action so far."""
+        return {a.action_id for a in self.client.get_reflection_actions(limit=1000).actions}
+
+    def reflection_evidence(self, known: set[int]) -> list[dict[str, Any]]:
+        """Each reflection action not in ``known``, with its learning's impact now (the worked example)."""
+        out = []
+        for action in self.client.get_reflection_actions(limit=1000).actions:
+            if action.action_id in known:
+                continue
+            impact = self.client.get_learning_impact(action.kind, [action.learning_id]).impacts
+            out.append(
+                {
+                    **action.model_dump(mode="json", exclude_none=True),
+                    "impact": impact[0].model_dump(mode="json", exclude_none=True) if impact else None,
+                }
+            )
+        return out
+
+    def llm_usage(self) -> dict[str, int]:
+        return dict(self._usage()) if self._usage else {}
+
+    def configure(self, *, holdout_rate: float | None, judge_sampling: float | None) -> None:
+        """Set the org's holdout rate and LLM judge sampling rate, when asked."""
+        update: dict[str, Any] = {}
+        if holdout_rate is not None:
+            update["holdout_rate"] = holdout_rate
+        if judge_sampling is not None:
+            success = self.client.get_config().model_dump(mode="json").get("agent_success_config") or {}
+            update["agent_success_config"] = {**success, "sampling_rate": judge_sampling}
+        if update:
+            self.client.update_config(update)
 
     def seed(self, item: dict[str, Any], *, user_id: str | None, agent_version: str) -> None:
         """Add a ``seed`` learning through the public API, as a team or an old system would."""
@@ -434,11 +489,14 @@ class SdkReflexio:
         return None
 
     def set_min_users(self, min_users: int) -> None:
-        """Make the org generalise a lesson once ``min_users`` distinct users taught it."""
+        """Make the org generalise a lesson once ``min_users`` distinct users taught it, with no
+        debounce (``delay_seconds`` 0): the simulator waits for aggregation between sessions,
+        and a debounce would only make it wait longer, not change what is learned."""
         config = self.client.get_config().model_dump(mode="json")
         extractor = config.get("user_playbook_extractor_config") or {}
         aggregation = extractor.get("aggregation_config") or {}
-        if aggregation.get("min_users") == min_users:
+        wanted = {"min_users": min_users, "delay_seconds": 0.0}
+        if all(aggregation.get(k) == v for k, v in wanted.items()):
             return
         if "min_users" not in aggregation:
             if min_users == DEFAULT_MIN_USERS:  # an older server: its behaviour is the default
@@ -446,7 +504,7 @@ class SdkReflexio:
             raise RuntimeError(
                 f"this server has no aggregation_config.min_users; cannot set it to {min_users}"
             )
-        aggregation["min_users"] = min_users
+        aggregation.update({k: v for k, v in wanted.items() if k in aggregation})
         self.client.set_config(config)
 
 
@@ -459,6 +517,10 @@ DEFAULT_MIN_USERS = 2
 
 #: The job task that turns user playbooks into agent playbooks (service.aggregation).
 AGGREGATION_TASK = "aggregate"
+#: The session-idle job that judges a finished session and reflects on its learnings.
+EVALUATION_TASK = "evaluate_session"
+#: The job that asks a model for a revision of a hurting agent playbook.
+REVISION_TASK = "propose_revision"
 
 
 def _wait_jobs(client: Any, task: str, timeout: float = 120.0) -> None:
@@ -501,12 +563,19 @@ def run(scenarios: Sequence[dict[str, Any]], api_for: Any, *, trace: bool = Fals
     for scenario in scenarios:
         api = api_for(scenario["name"])
         before = api.llm_usage()
+        actions_before = api.reflection_action_ids()
         player = Player(api, scenario, namespace=f"{run_id}:{scenario['name']}:")
         tally = player.play()
+        actions = api.reflection_evidence(actions_before)
         after = api.llm_usage()
-        tally.llm_calls, tally.llm_tokens = after[0] - before[0], after[1] - before[1]
+        spent = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        tally.llm_calls, tally.llm_tokens = spent.get("calls", 0), spent.get("tokens", 0)
+        tally.judge_calls = spent.get("judge_calls", 0)
+        tally.judged_sessions = spent.get("judged_sessions", 0)
+        tally.learning_judge_calls = spent.get("learning_judge_calls", 0)
         per[scenario["name"]] = tally.metrics()
         per[scenario["name"]]["harm_served_after_by_key"] = dict(player.harm_sessions)
+        per[scenario["name"]]["reflection_actions"] = actions
         if player.outcome_problem:
             per[scenario["name"]]["outcomes_problem"] = player.outcome_problem
         if trace:
@@ -520,11 +589,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     scenarios = load_scenarios(Path(args.scenarios))
     started = time.perf_counter()
+
+    def configured(api: SdkReflexio) -> SdkReflexio:
+        api.configure(holdout_rate=args.holdout_rate, judge_sampling=args.judge_sampling)
+        return api
+
     if args.url:
-        results = run(scenarios, lambda name: SdkReflexio(args.url, args.api_key), trace=args.trace)
+        results = run(
+            scenarios, lambda name: configured(SdkReflexio(args.url, args.api_key)), trace=args.trace
+        )
     else:
         with _local_server(args.extractor) as (url, usage_of):
-            results = run(scenarios, lambda name: SdkReflexio(url, "", usage_of), trace=args.trace)
+            results = run(
+                scenarios, lambda name: configured(SdkReflexio(url, "", usage_of)), trace=args.trace
+            )
     results["meta"] = _meta(args, time.perf_counter() - started)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
@@ -542,6 +620,21 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--trace", action="store_true", help="record every turn (what was served) in the JSON"
     )
+    parser.add_argument(
+        "--holdout-rate",
+        type=float,
+        default=0.0,
+        help="the org's per-learning holdout rate (default 0: the loop measures learning and "
+        "reflection with every eligible learning served; pass the product default, 0.05, to see "
+        "what the holdout costs)",
+    )
+    parser.add_argument(
+        "--judge-sampling",
+        type=float,
+        default=None,
+        help="share of sessions the LLM judges (agent_success_config.sampling_rate; default: the "
+        "org's, 0.05); 1.0 measures the judges' cost on every session",
+    )
     return parser.parse_args(argv)
 
 
@@ -557,6 +650,8 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
     )
     return {
         "extractor": args.extractor if not args.url else f"server at {args.url}",
+        "holdout_rate": args.holdout_rate,
+        "judge_sampling": args.judge_sampling,
         "scenarios": str(args.scenarios),
         "seconds": round(seconds, 2),
         "commit": commit.stdout.strip() or None,
@@ -577,6 +672,8 @@ def _print(results: dict[str, Any]) -> None:
         "harm_served_after",
         "false_retirements",
         "llm_calls_per_interaction",
+        "extraction_calls_per_interaction",
+        "judge_calls_per_judged_session",
     ]
     rows = [("overall", results["overall"]), *results["scenarios"].items()]
     width = max(len(name) for name, _ in rows)

@@ -21,9 +21,18 @@ from reflexio.testing import rules_script
 __all__ = ["local_server"]
 
 
+#: The prompts of the evaluation judges, and which of them judges a whole session.
+SESSION_JUDGES = ("evaluate_session", "compare_shadow")
+LEARNING_JUDGE = "judge_learnings"
+
+
 @contextmanager
-def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], tuple[int, int]]]]:
-    """Yield (base URL, usage()) where usage() gives (LLM calls, LLM tokens) so far."""
+def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]:
+    """Yield (base URL, usage()) where usage() counts LLM calls, tokens and judge calls so far.
+
+    Judge calls are counted on the scripted model itself (calls per prompt): ``judged_sessions``
+    is the number of distinct sessions any judge prompt was called for.
+    """
     with tempfile.TemporaryDirectory(prefix="reflexio-loop-") as tmp:
         home = Path(tmp)
         settings = Settings.from_env(
@@ -36,12 +45,25 @@ def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], tuple[int, 
             }
         )
         core = open_core(settings)
-        if extractor == "llm":
-            core.llm = rules_script()
+        script = rules_script() if extractor == "llm" else None
+        core.llm = script
 
-        def usage() -> tuple[int, int]:
+        def usage() -> dict[str, int]:
             summary = core.storage.llm_usage(DEFAULT_ORG_ID)
-            return summary.calls, summary.tokens
+            out = {"calls": summary.calls, "tokens": summary.tokens}
+            if script is not None:
+                judges = [*SESSION_JUDGES, LEARNING_JUDGE]
+                out["judge_calls"] = sum(len(script.calls_to(p)) for p in judges)
+                out["judged_sessions"] = len(
+                    {
+                        (t.user_id, t.session_id)
+                        for p in judges
+                        for c in script.calls_to(p)
+                        for t in (c.inputs.get("turns") or c.inputs.get("all_turns") or ())[:1]
+                    }
+                )
+                out["learning_judge_calls"] = len(script.calls_to(LEARNING_JUDGE))
+            return out
 
         with in_background(core) as url:
             yield url, usage

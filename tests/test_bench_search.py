@@ -32,6 +32,8 @@ def test_a_tiny_run_reports_every_kind_percentiles_rss_and_build_time(tmp_path: 
             assert timings["n"] == 5 and 0 < timings["p50"] <= timings["p95"] <= timings["p99"]
         assert run["latency"]["unified"]["mean_results"] > 0  # the searches find something
         assert run["query_embedding_ms"]["n"] > 0 and run["concurrent"]["searches_per_s"] > 0
+        restart = run["restart"]  # a fresh process, the first search and the warm ones after it
+        assert restart["first_search_ms"] > 0 and restart["warm_ms"]["n"] == search.RESTART_WARM
     assert "| unified |" in out.with_suffix(".md").read_text()
 
 

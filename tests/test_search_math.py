@@ -1,10 +1,11 @@
-"""The cohesion lift: siblings of a strong hit rise, nothing falls, scores stay in [0, 1]."""
+"""Ranking math: the fused score's full-text floor and weight, and the cohesion lift."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from reflexio.ranking import cohesion_boost
+from reflexio.ranking import FTS_FLOOR_RANK, FusionWeights, cohesion_boost, fts_spread, fused_score
 
 
 def test_a_strong_hit_lifts_its_siblings_past_an_equal_stranger() -> None:
@@ -35,3 +36,43 @@ def test_learnings_without_a_request_are_never_grouped() -> None:
 
 def test_zero_weight_changes_nothing() -> None:
     assert cohesion_boost([0.9, 0.2], ["a", "a"], weight=0.0) == [0.9, 0.2]
+
+
+def test_without_a_measured_spread_the_fused_score_is_the_weighted_mean() -> None:
+    w = FusionWeights(vector=0.4, fts=0.6)
+    assert fused_score(0.5, 0.25, w) == pytest.approx(0.4 * 0.5 + 0.6 * 0.25)
+    assert fused_score(0.5, None, w) == 0.5 and fused_score(None, 0.25, w) == 0.25  # one arm: its score
+
+
+def test_a_share_many_rows_reach_is_no_evidence_and_a_weak_best_gives_the_arm_little_say() -> None:
+    w = FusionWeights(vector=0.4, fts=0.6)
+    # Nothing rises above the floor: the cosine decides alone, undiluted.
+    assert fused_score(0.45, 0.3, w, fts_best=0.3, fts_floor=0.3) == pytest.approx(0.45)
+    assert fused_score(0.45, 0.0, w, fts_best=0.0) == pytest.approx(0.45)
+    # A strong semantic match beats a row that only shares a weak best match's words ...
+    paraphrase = fused_score(0.45, 0.0, w, fts_best=0.25, fts_floor=0.2)
+    common_word = fused_score(0.30, 0.25, w, fts_best=0.25, fts_floor=0.2)
+    assert paraphrase > common_word
+    # ... which the plain mean got the other way round.
+    assert fused_score(0.45, 0.0, w) < fused_score(0.30, 0.25, w)
+    # A full lexical match keeps the plain mean's weight.
+    assert fused_score(0.3, 0.9, w, fts_best=1.0) == pytest.approx(0.4 * 0.3 + 0.6 * 0.9)
+
+
+def test_fused_scores_stay_in_the_unit_interval_and_lexical_evidence_never_lowers_one() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        best, floor = sorted(rng.uniform(0, 1, 2), reverse=True)
+        cosine, share = rng.uniform(-0.2, 1.1), rng.uniform(0, best)
+        score = fused_score(cosine, share, fts_best=best, fts_floor=floor)
+        assert 0.0 <= score <= 1.0
+        assert score >= fused_score(cosine, share * 0.5, fts_best=best, fts_floor=floor) - 1e-12
+
+
+def test_the_spread_is_the_best_share_and_the_share_at_the_floor_rank() -> None:
+    shares = [0.9, 0.1, 0.0, *np.linspace(0.5, 0.2, FTS_FLOOR_RANK)]
+    best, floor = fts_spread(shares)
+    assert best == 0.9
+    assert floor == pytest.approx(sorted(s for s in shares if s > 0)[-FTS_FLOOR_RANK])
+    assert fts_spread([0.4, 0.3, 0.0]) == (0.4, 0.0)  # fewer matches than the floor rank
+    assert fts_spread([]) == (0.0, 0.0)

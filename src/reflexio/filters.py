@@ -159,4 +159,8 @@ class Candidate:
     fts_rank: int | None = None
     vector_score: float | None = None
     vector_rank: int | None = None
+    #: The best ``fts_norm`` of the filter's scope and its floor (``reflexio.ranking.fts_spread``),
+    #: which ``reflexio.ranking.fused_score`` weighs the full-text arm by; None: not measured.
+    fts_best: float | None = None
+    fts_floor: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)

@@ -6,9 +6,13 @@ behaves the same whichever backend produced the candidates and is tested once.
 Scores. Every candidate carries both arms' raw scores (backends compute the cosine of every
 full-text hit and the BM25 of every vector hit), so fusion never guesses a missing rank:
 
-* ``fused_score`` (the default, "calibrated" fusion) mixes the cosine similarity with the BM25
-  score divided by the best BM25 the query could reach, giving a relevance in [0, 1] that a
-  threshold can be applied to;
+* ``fused_score`` (the default, "calibrated" fusion) mixes the cosine similarity with the
+  full-text *share* (BM25 over the best BM25 the query could reach, absent terms included),
+  giving a relevance in [0, 1] that a threshold can be applied to. The share counts only as
+  far as it rises above the share of the scope's ``FTS_FLOOR_RANK``-th full-text hit, and the
+  full-text arm weighs only as much as the scope's best hit rises above that floor, so that
+  words many rows of a scope share cannot outvote a strong semantic match (see
+  ``fused_score`` for the measurements);
 * ``rrf_scores`` is reciprocal-rank fusion (k=60), kept for comparison in the benchmarks:
   on LoCoMo it retrieves less than the calibrated fusion with either embedder
   (bench/results/locomo-*-rrf.json against locomo-*.json), which sees how far apart two
@@ -20,6 +24,7 @@ the same request as a strong match (see its docstring for why and what it measur
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,12 +42,16 @@ __all__ = [
     "COHESION_LEADERS",
     "COHESION_WEIGHT",
     "DEFAULT_VECTOR_WEIGHT",
+    "FTS_FLOOR_RANK",
     "FusionWeights",
     "bm25_idf",
     "cohesion_boost",
     "collapse_near_duplicates",
     "estimate_tokens",
+    "fts_spread",
     "fused_score",
+    "fused_scores",
+    "lexical_evidence",
     "pack_to_budget",
     "query_terms",
     "rrf_scores",
@@ -64,6 +73,12 @@ DEFAULT_VECTOR_WEIGHT = 0.4
 # (bench/locomo.py --cohesion; bench/results/design-figures.md).
 COHESION_WEIGHT = 0.3
 COHESION_LEADERS = 5
+# A full-text score that this many rows of a scope reach says nothing about which of them is
+# meant: shares count above the share of the scope's FTS_FLOOR_RANK-th full-text hit. 20 is
+# about the size of the groups of rows that genuinely share a query's words (the facts of one
+# LoCoMo session share its date): a floor at the 10th hit cost LoCoMo recall, one at the 40th
+# let the common words of bench/needle's paraphrases back in (bench/results/needle.md).
+FTS_FLOOR_RANK = 20
 
 T = TypeVar("T")
 
@@ -253,14 +268,17 @@ def raw_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS))
 
 
-def bm25_idf(doc_freq: int | np.ndarray, n_docs: int) -> np.ndarray:
+def bm25_idf(doc_freq: int, n_docs: int) -> float:
     """Okapi BM25 inverse document frequency (the "+1" variant, never negative)."""
-    df = np.asarray(doc_freq, dtype=np.float64)
-    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    return math.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
 def bm25_ceiling(idfs: Iterable[float]) -> float:
-    """The BM25 a document would reach matching every query term at saturation."""
+    """The BM25 a document would reach matching every query term at saturation.
+
+    Pass the IDF of every query term, absent ones too (at the IDF of a term one row holds):
+    a query matched on one common word of three is matched on a third of it, not all of it.
+    """
     return float(sum(idfs)) * (BM25_K1 + 1.0)
 
 
@@ -279,51 +297,112 @@ class FusionWeights:
         return self.vector / total, self.fts / total
 
 
+def fts_spread(norms: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """(best, floor) of a scope's full-text shares: the largest, and the ``FTS_FLOOR_RANK``-th
+    largest (0 when fewer rows match), for ``fused_score``'s ``fts_best`` and ``fts_floor``."""
+    values = np.asarray(norms, dtype=np.float64)
+    values = values[values > 0]
+    if len(values) == 0:
+        return 0.0, 0.0
+    best = float(values.max())
+    if len(values) < FTS_FLOOR_RANK:
+        return best, 0.0
+    return best, float(np.partition(values, len(values) - FTS_FLOOR_RANK)[len(values) - FTS_FLOOR_RANK])
+
+
+def lexical_evidence(share: float, floor: float) -> float:
+    """How far a full-text share rises above the scope's floor, rescaled to [0, 1]."""
+    if floor >= 1.0:
+        return 0.0
+    return max(0.0, min(1.0, share) - floor) / (1.0 - floor)
+
+
 def fused_score(
-    vector_score: float | None, fts_norm: float | None, weights: FusionWeights = FusionWeights()
+    vector_score: float | None,
+    fts_norm: float | None,
+    weights: FusionWeights = FusionWeights(),
+    *,
+    fts_best: float | None = None,
+    fts_floor: float = 0.0,
 ) -> float:
-    """Calibrated fusion of a cosine similarity and a normalised BM25, in [0, 1].
+    """Calibrated fusion of a cosine similarity and a full-text share, in [0, 1].
+
+    With both arms, the full-text arm counts what a row's share has above ``fts_floor`` (the
+    share of the scope's ``FTS_FLOOR_RANK``-th full-text hit), relative to what the scope's
+    best hit has (``fts_best``), and weighs in proportion to that best: a scope whose best
+    lexical match is one common word gives the full-text arm next to no say, and a row that
+    only shares the words of many others gets none. The form is the weighted mean
+
+        (w_v * cosine + w_f * e) / (w_v + w_f * q),  e = evidence(share), q = evidence(best)
+
+    which is the plain mean when the best match is full (q = 1) and the cosine when nothing
+    stands out lexically (q = 0). Without the floor and the proportional weight, matches on
+    words like "family", "new" or "person" outranked paraphrases that the vector arm ranked
+    first, and hybrid lost a third of bench/needle's planted facts that one arm found alone;
+    the results files (bench/results/needle.md, locomo-*.json) hold the before and after.
 
     Args:
         vector_score: Cosine similarity of query and document (None when the arm is off).
         fts_norm: BM25 divided by the query's BM25 ceiling, in [0, 1] (None when off).
         weights: Relative weight of the two arms.
+        fts_best: The best ``fts_norm`` in the row's scope; None counts the share in full,
+            as if the best were a full match.
+        fts_floor: The ``fts_norm`` of the scope's ``FTS_FLOOR_RANK``-th full-text hit (0
+            when fewer rows match).
 
     Returns:
-        The weighted mean of the arms that ran; a missing arm does not dilute the other.
+        The fused score; with one arm, that arm's score (a missing arm does not dilute the
+        other).
     """
-    wv, wf = weights.normalised()
-    parts: list[tuple[float, float]] = []
-    if vector_score is not None:
-        parts.append((wv, min(1.0, max(0.0, vector_score))))
-    if fts_norm is not None:
-        parts.append((wf, min(1.0, max(0.0, fts_norm))))
-    if not parts:
+    if vector_score is None and fts_norm is None:
         return 0.0
-    total_weight = sum(w for w, _ in parts)
-    return sum(w * s for w, s in parts) / total_weight
+    if fts_norm is None:
+        return _unit(vector_score)
+    if vector_score is None:
+        return _unit(fts_norm)
+    wv, wf = weights.normalised()
+    best = 1.0 if fts_best is None else lexical_evidence(fts_best, fts_floor)
+    evidence = min(lexical_evidence(fts_norm, fts_floor), best)
+    total = wv + wf * best
+    return (wv * _unit(vector_score) + wf * evidence) / total if total > 0 else 0.0
+
+
+def _unit(x: float | None) -> float:
+    return 0.0 if x is None else min(1.0, max(0.0, x))
 
 
 def fused_scores(
-    vector_scores: np.ndarray | None, fts_norms: np.ndarray | None, weights: FusionWeights = FusionWeights()
+    vector_scores: np.ndarray | None,
+    fts_norms: np.ndarray | None,
+    weights: FusionWeights = FusionWeights(),
+    *,
+    fts_best: float | None = None,
+    fts_floor: float = 0.0,
 ) -> np.ndarray:
-    """`fused_score` of many candidates at once; NaN in an array marks an arm missing there.
+    """`fused_score` of many candidates of one scope at once; NaN marks a missing vector score.
 
     Backends with an in-process index use it to drop candidates under the search threshold
     before they load the rows, which is most of a search's cost.
     """
+    if fts_norms is None:
+        if vector_scores is None:
+            return np.zeros(0, dtype=np.float64)
+        cosines: np.ndarray = np.clip(np.nan_to_num(vector_scores, nan=0.0), 0.0, 1.0)
+        return cosines
+    share: np.ndarray = np.clip(fts_norms, 0.0, 1.0)
+    if vector_scores is None:
+        return share
     wv, wf = weights.normalised()
-    total: np.ndarray | float = 0.0
-    weight: np.ndarray | float = 0.0
-    for w, values in ((wv, vector_scores), (wf, fts_norms)):
-        if values is None:
-            continue
-        present = values == values  # NaN is not equal to itself
-        total = total + w * np.clip(np.where(present, values, 0.0), 0.0, 1.0)
-        weight = weight + w * present
-    if isinstance(total, float) or isinstance(weight, float):
-        return np.zeros(0, dtype=np.float64)
-    out: np.ndarray = np.where(weight > 0, total / np.maximum(weight, 1e-12), 0.0)
+    best = 1.0 if fts_best is None else lexical_evidence(fts_best, fts_floor)
+    total = wv + wf * best
+    if total <= 0 or fts_floor >= 1.0:
+        evidence = np.zeros_like(share)
+    else:
+        evidence = np.minimum(np.maximum(share - fts_floor, 0.0) / (1.0 - fts_floor), best)
+    missing = np.isnan(vector_scores)
+    cosine = np.clip(np.where(missing, 0.0, vector_scores), 0.0, 1.0)
+    mixed = (wv * cosine + wf * evidence) / total if total > 0 else np.zeros_like(share)
+    out: np.ndarray = np.where(missing, share, mixed)
     return out
 
 

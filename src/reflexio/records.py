@@ -23,7 +23,10 @@ __all__ = [
     "Approval",
     "Audit",
     "Bookmark",
+    "ChangeLogRecord",
+    "ClusterRecord",
     "EvaluationRecord",
+    "ExposureRecord",
     "InteractionRecord",
     "Job",
     "JobStats",
@@ -34,7 +37,11 @@ __all__ = [
     "LearningKind",
     "LearningStatus",
     "ModelUsage",
+    "OutcomeRecord",
+    "ProposalRecord",
+    "ReflectionActionRecord",
     "RequestRecord",
+    "SessionVerdictDay",
     "StreamEventRecord",
     "UsageSummary",
     "UsageTotals",
@@ -62,7 +69,12 @@ class LearningKind(StrEnum):
 
 
 class LearningStatus(StrEnum):
-    """Lifecycle of a learning; the last three are tombstones kept for history."""
+    """Lifecycle of a learning; merged, superseded and expired are tombstones kept for history.
+
+    ``suspended`` and ``retired`` are set by reflection when a learning is found to hurt
+    (suspended: waiting for a reviewer; retired: stopped with a reason); neither is served,
+    and both can be reverted to current.
+    """
 
     CURRENT = "current"
     PENDING = "pending"
@@ -71,6 +83,8 @@ class LearningStatus(StrEnum):
     MERGED = "merged"
     SUPERSEDED = "superseded"
     EXPIRED = "expired"
+    SUSPENDED = "suspended"
+    RETIRED = "retired"
 
 
 class Approval(StrEnum):
@@ -93,6 +107,8 @@ class RequestRecord:
     agent_version: str = ""
     created_at: int = 0
     payload_hash: str = ""
+    #: What is learned from this request queues no aggregation run (the publish asked so).
+    skip_aggregation: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -239,6 +255,78 @@ class EvaluationRecord:
 
 
 @dataclass(slots=True, kw_only=True)
+class OutcomeRecord:
+    """One report of a session's outcome by the agent's own systems (a revision)."""
+
+    org_id: str
+    session_id: str
+    user_id: str
+    outcome: str
+    occurred_at: int
+    outcome_id: str = ""
+    revision: int = 0
+    source: str = "reported"
+    label: str | None = None
+    value: float | None = None
+    metadata: dict[str, Any] | None = None
+    id: int = 0
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ExposureRecord:
+    """A search's decision about one eligible learning in one session: served or withheld."""
+
+    org_id: str
+    session_id: str
+    kind: str
+    learning_id: str
+    user_id: str | None = None
+    withheld: bool = False
+    holdout_rate: float = 0.0
+    served_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ReflectionActionRecord:
+    """What reflection did to a learning, why, on what evidence; revertible once."""
+
+    org_id: str
+    learning_id: int
+    kind: str
+    action: str
+    reason: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    status_before: str | None = None
+    status_after: str | None = None
+    related_learning_id: int | None = None
+    actor: str = "reflect"
+    job_id: int | None = None
+    id: int = 0
+    created_at: float = 0.0
+    reverted_at: float | None = None
+    reverted_by: str | None = None
+    revert_note: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionVerdictDay:
+    """Session verdicts of one day, tallied where they are stored (``Storage.session_verdict_days``).
+
+    ``day`` counts whole days from the window's start; ``shadow_judged`` are the verdicts that
+    compared a shadow answer, ``shadow_won`` those where the shadow was (slightly) better.
+    """
+
+    day: int
+    judged: int = 0
+    succeeded: int = 0
+    corrections: int = 0
+    escalated: int = 0
+    shadow_judged: int = 0
+    shadow_won: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
 class Bookmark:
     """How far an extractor has read one user's interactions."""
 
@@ -358,6 +446,62 @@ class LLMUsageRecord:
     latency_ms: float = 0.0
     ok: bool = True
     error: str | None = None
+    id: int = 0
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ClusterRecord:
+    """A cluster of one aggregation scope (org, agent version, playbook name) between runs.
+
+    ``decided_fingerprint`` is the fingerprint of the members when a run last decided about
+    the cluster: while it equals ``fingerprint`` the cluster costs the next run nothing.
+    """
+
+    org_id: str
+    agent_version: str
+    playbook_name: str
+    member_ids: tuple[int, ...]
+    fingerprint: str
+    decided_fingerprint: str | None = None
+    agent_playbook_id: int | None = None
+    revision_id: int | None = None
+    id: int = 0
+    updated_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ProposalRecord:
+    """The evidence an agent playbook was proposed from, written once with it.
+
+    It is the playbook's provenance (which user playbooks, how many users), its link to the
+    approved playbook it revises, and to the rejection it follows: a rejected playbook is only
+    re-proposed from users its proposal did not list.
+    """
+
+    org_id: str
+    agent_playbook_id: int
+    cluster_id: int
+    member_ids: tuple[int, ...]
+    user_ids: tuple[str, ...]
+    revises_id: int | None = None
+    follows_rejection_id: int | None = None
+    job_id: int | None = None
+    created_at: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class ChangeLogRecord:
+    """What one aggregation run added, removed and rewrote (agent playbook snapshots)."""
+
+    org_id: str
+    agent_version: str
+    playbook_name: str
+    run_mode: str = "incremental"
+    added: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    updated: list[dict[str, Any]] = field(default_factory=list)
+    job_id: int | None = None
     id: int = 0
     created_at: float = 0.0
 

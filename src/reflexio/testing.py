@@ -25,11 +25,13 @@ from pydantic import ValidationError as PydanticValidationError
 
 from reflexio import ranking
 from reflexio.learn.aggregate import CentralAggregator
+from reflexio.learn.attribution import judge_offline
 from reflexio.learn.llm_extract import is_agent, is_user
+from reflexio.learn.shadow import offline_answer
 from reflexio.learn.standing import STANDING_TAG
 from reflexio.llm import LLMCall, LLMResult, Usage
 
-__all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_script"]
+__all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_learning_verdicts", "rules_script"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -190,7 +192,9 @@ def rules_script() -> ScriptedLLM:
     the extraction schema; relations to known learnings and merge verdicts come from the rule
     judge (``RuleJudge``) when the module has one. The gate says yes when the rules find
     anything; session evaluation counts the user's reactions to the agent; query rewriting
-    returns the query unchanged; aggregation answers with the deterministic aggregator's rule.
+    returns the query unchanged; aggregation answers with the deterministic aggregator's rule;
+    the learning and shadow judges answer with the offline judges' verdicts; a revision is
+    declined (rules cannot rewrite a rule).
     """
     rules = importlib.import_module("reflexio.learn.rules")
     proposer = rules.RuleProposer()
@@ -226,12 +230,41 @@ def rules_script() -> ScriptedLLM:
     script.on("evaluate_session", lambda inputs: _evaluate(inputs["turns"]))
     script.on("rewrite_query", lambda inputs: {"query": inputs["query"]})
     script.on("aggregate", _aggregate)
+    script.on("judge_learnings", rules_learning_verdicts)
+    script.on("compare_shadow", lambda inputs: offline_answer(inputs["all_turns"], inputs["indexes"]))
+    script.on(
+        "revise_learning", {"trigger": None, "content": None, "rationale": "rules cannot rewrite a rule"}
+    )
     return script
+
+
+def rules_learning_verdicts(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The offline judge's verdicts in the model's answer shape."""
+    verdicts = judge_offline(inputs["turns"], inputs["found"], inputs["success"], inputs["injections"])
+    return {
+        "verdicts": [
+            {
+                "learning_ref": v.injection.ref,
+                "is_relevant": bool(v.is_relevant),
+                "relevance_reason": v.relevance_reason,
+                "impact": v.impact or "neutral",
+                "impact_reason": v.impact_reason,
+                "diagnosis": v.diagnosis,
+            }
+            for v in verdicts
+        ]
+    }
+
+
+#: A model reads paraphrases as one rule; the stand-in links members whose vectors are this
+#: similar (the bundled embedder's clustering threshold plus the service's direction margin).
+_PARAPHRASE_SIMILARITY = 0.55
 
 
 def _aggregate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The deterministic aggregator's rule for the cluster, in the aggregation schema."""
-    draft = CentralAggregator().aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
+    aggregator = CentralAggregator(link_similarity=_PARAPHRASE_SIMILARITY)
+    draft = aggregator.aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
     if draft is None:
         return {"playbook": None}
     return {

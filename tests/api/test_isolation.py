@@ -19,7 +19,14 @@ from starlette.testclient import TestClient
 
 from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
 from reflexio.models import RerunProfileGenerationRequest
-from reflexio.records import Audit, EvaluationRecord, Learning, LearningKind, LearningStatus
+from reflexio.records import (
+    Audit,
+    EvaluationRecord,
+    Learning,
+    LearningKind,
+    LearningStatus,
+    ReflectionActionRecord,
+)
 from reflexio.service import generation, keys
 from reflexio.service.core import Core
 from tests.api.support import agent_playbook, make_client, ok, profile, publish_body, user_playbook
@@ -40,6 +47,8 @@ class Ids:
     user_playbook: int
     agent_playbook: int
     dead_job: int
+    reflection_action: int
+    aggregation_operation: str
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class Case:
     params: Callable[[Ids], dict[str, Any]] = field(default=lambda ids: {})
     body: Callable[[Ids], Any] | None = None
     name: str = ""
+    path_params: Callable[[Ids], dict[str, str]] = field(default=lambda ids: {})
 
     @property
     def id(self) -> str:
@@ -59,7 +69,13 @@ class Case:
 
 
 def _c(
-    method: str, path: str, status: int = 200, body: Any = None, params: Any = None, name: str = ""
+    method: str,
+    path: str,
+    status: int = 200,
+    body: Any = None,
+    params: Any = None,
+    name: str = "",
+    path_params: dict[str, str] | Callable[[Ids], dict[str, str]] | None = None,
 ) -> Case:
     wrap = (lambda value: lambda ids: value) if not callable(body) and body is not None else None
     return Case(
@@ -69,6 +85,7 @@ def _c(
         params=params or (lambda ids: {}),
         body=wrap(body) if wrap else body,
         name=name,
+        path_params=path_params if callable(path_params) else (lambda ids: path_params or {}),
     )
 
 
@@ -203,8 +220,49 @@ CASES = [
     _c("POST", "upgrade_all_user_playbooks", 409, body={"agent_version": "v1"}),
     _c("POST", "downgrade_all_user_playbooks", 409, body={}),
     _c("GET", "get_operation_status"),
+    _c("POST", "run_playbook_aggregation", body={"agent_version": "v1"}),  # B's own scope
+    _c("POST", "playbook_aggregation_operations", 202, body={"agent_version": "v1"}),
+    _c(
+        "GET",
+        "playbook_aggregation_operations/{operation_id}",
+        404,
+        path_params=lambda ids: {"operation_id": ids.aggregation_operation},
+    ),
+    _c(
+        "GET",
+        "playbook_aggregation_change_logs",
+        params=lambda ids: {"agent_version": "v1", "playbook_name": "playbook"},
+    ),
     _c("POST", "get_agent_success_evaluation_results", body={}),
     _c("POST", "get_retrieved_learning_evaluation_results", body={}),
+    _c(
+        "POST",
+        "session_outcome",
+        404,
+        body={"session_id": "alpha-sess", "outcome": "failure", "occurred_at": 1},
+    ),
+    _c("POST", "get_session_outcomes", body={"session_ids": ["alpha-sess"], "include_history": True}),
+    _c("GET", "evaluations/shadow_comparisons/recent"),
+    _c("POST", "get_evaluation_overview", body={"from_ts": 0, "to_ts": 4_000_000_000}),
+    _c("POST", "evaluations/grade_on_demand", 200, body={"session_id": "alpha-sess", "agent_version": "v1"}),
+    _c("POST", "get_playbook_application_stats", body={"agent_version": "v1"}),
+    _c(
+        "POST",
+        "get_learning_impact",
+        body=lambda ids: {"kind": "agent_playbook", "learning_ids": [str(ids.agent_playbook)]},
+    ),
+    _c("POST", "get_learning_impact", body={}, name="most exposed"),
+    _c("POST", "get_reflection_actions", body={}),
+    _c("POST", "revert_reflection_action", 404, body=lambda ids: {"action_id": ids.reflection_action}),
+    _c("GET", "retrieval_experiments"),
+    _c("POST", "retrieval_experiments", body={"experiment_id": "alpha-exp", "holdout_percentage": 10}),
+    _c("POST", "retrieval_experiments/stop", 409, body={"experiment_id": "alpha-exp"}),
+    _c(
+        "GET",
+        "retrieval_experiments/{experiment_id}/results",
+        404,
+        path_params={"experiment_id": "alpha-exp"},
+    ),
 ]
 
 
@@ -253,11 +311,34 @@ def seed_org_a(core: Core, app: Any) -> Ids:
     by_kind = {r.kind: r.id for r in rows}
     [turn] = core.storage.list_interactions(A, InteractionFilter())
     seed_versions(core)
+    ok(
+        a.post(
+            "/api/session_outcome", json={"session_id": "alpha-sess", "outcome": "failure", "occurred_at": 1}
+        )
+    )
+    ok(a.post("/api/retrieval_experiments", json={"experiment_id": "alpha-exp", "holdout_percentage": 10}))
+    submitted = a.post("/api/playbook_aggregation_operations", json={"agent_version": "v1"})
+    assert submitted.status_code == 202, submitted.text
+    operation = submitted.json()
+    (action,) = core.storage.add_reflection_actions(
+        [
+            ReflectionActionRecord(
+                org_id=A,
+                learning_id=by_kind[LearningKind.AGENT_PLAYBOOK],
+                kind="agent_playbook",
+                action="retire",
+                reason=f"hurt three sessions {MARK}",
+                evidence={"hurt": 3},
+            )
+        ]
+    )
     return Ids(
         interaction=turn.id,
         user_playbook=by_kind[LearningKind.USER_PLAYBOOK],
         agent_playbook=by_kind[LearningKind.AGENT_PLAYBOOK],
         dead_job=job.id,
+        reflection_action=action.id,
+        aggregation_operation=str(operation["operation_id"]),
     )
 
 
@@ -315,6 +396,8 @@ def state_of(core: Core, org_id: str) -> dict[str, Any]:
         "jobs": [(j.id, j.status, j.run_at, j.attempts, j.payload) for j in s.list_jobs(org_id, limit=1_000)],
         "exposures": s.list_exposures(org_id, "alpha-sess"),
         "bookmarks": s.get_bookmark(org_id, "alpha-user", "profile"),
+        "outcomes": s.list_outcomes(org_id, latest_only=False, limit=1_000),
+        "reflection_actions": s.list_reflection_actions(org_id),
     }
 
 
@@ -343,9 +426,11 @@ def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     before = state_of(core, A)
     body = case.body(ids) if case.body else None
     params = case.params(ids)
-    response = make_client(app, key=key_b).request(case.method, case.path, params=params, json=body)
+    path_params = case.path_params(ids)
+    url = case.path.format(**path_params)
+    response = make_client(app, key=key_b).request(case.method, url, params=params, json=body)
     assert response.status_code == case.status, response.text
-    nothing_of_a(_answer(response), json.dumps([body, params]))
+    nothing_of_a(_answer(response), json.dumps([body, params, path_params]))
     assert state_of(core, A) == before
     if case.path == "/api/whoami":
         assert response.json()["org_id"] == B

@@ -115,6 +115,7 @@ def test_concurrent_approve_and_reject_one_wins(client: TestClient, core: Core) 
         assert sorted(codes) == [200, 409]
         decided = [e.event for e in core.storage.list_events(ORG, learning_ids=[pid])]
         assert decided.count("approved") + decided.count("rejected") == 1
+        assert decided.count("refused") == 1  # the history shows both attempts
 
 
 def test_only_a_reviewer_key_may_decide_over_rest(app: Any, core: Core) -> None:

@@ -271,3 +271,22 @@ def test_scripts_serve_says_each_step_and_where_the_command_is(tmp_path: Path) -
         assert f"reflexio command: {command}" in done.stdout and "bin/activate" in done.stdout
     finally:
         Shell(home, int(port))("services", "stop", "--port", port, ok=False)
+
+
+@pytest.mark.slow
+def test_demo_seeds_an_org_and_serves_its_dashboard(shell: Shell) -> None:
+    port = str(shell.port)
+    demo = shell.json("demo", "--port", port)
+    seeded = demo["seeded"]
+    assert seeded["users"] >= 10 and seeded["sessions"] > seeded["users"] and seeded["agent_playbooks"] >= 5
+    assert demo["dashboard"] == f"http://127.0.0.1:{port}/ui" and demo["running"] is True
+
+    with httpx.Client(base_url=demo["dashboard"], timeout=30) as browser:
+        overview = browser.get("/")
+        assert overview.status_code == 200 and "waiting for review" in overview.text
+        queue = browser.get("/review")
+        assert queue.status_code == 200 and "If the carrier API times out" in queue.text
+        assert "ana.silva" in browser.get("/users").text
+
+    again = shell.json("demo", "--port", port)  # the server keeps running; a second copy is added
+    assert again["pid"] == demo["pid"] and again["seeded"]["sessions"] == seeded["sessions"]

@@ -38,6 +38,32 @@ OPERATION = {
     "processed_users": 4,
 }
 
+PERCENT = {"current": 0.5, "delta_pp": 0.0}
+NUMBER = {"current": 1.0, "delta": 0.0}
+OVERVIEW = {
+    "hero": {"state": "empty", "regular_success_rate_pp": 0.0},
+    "context_tiles": {
+        "success": PERCENT,
+        "behavior_success": PERCENT,
+        "corrections": NUMBER,
+        "turns": NUMBER,
+        "escalation": PERCENT,
+    },
+    "rule_attribution": [],
+    "score_distribution": {"current_bins": [1], "baseline_bins": [0], "labels": ["0"]},
+}
+IMPACT = {"kind": "agent_playbook", "learning_id": "3", "sessions_served": 4, "hurt": 3}
+ACTION = {
+    "action_id": 9,
+    "kind": "agent_playbook",
+    "learning_id": "3",
+    "action": "retire",
+    "reason": "hurt 3 sessions",
+    "created_at": NOW,
+}
+EXPERIMENT = {"experiment_id": "e/1", "holdout_percentage": 10.0, "started_at": NOW}
+EXPERIMENTS = {"active_experiment": EXPERIMENT, "experiments": [EXPERIMENT]}
+
 #: A valid answer body for every route the client calls.
 BODIES: dict[tuple[str, str], Any] = {
     ("GET", "/health"): {"status": "healthy", "checks": {}},
@@ -108,6 +134,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/upgrade_all_user_playbooks"): {"success": True},
     ("POST", "/api/downgrade_all_user_playbooks"): {"success": True},
     ("POST", "/api/run_playbook_aggregation"): {"success": True},
+    ("POST", "/api/playbook_aggregation_operations"): {"operation_id": "5", "status": "queued"},
+    ("GET", "/api/playbook_aggregation_operations/5"): {"operation_id": "5", "status": "succeeded"},
+    ("GET", "/api/playbook_aggregation_change_logs"): {"success": True, "change_logs": []},
     ("POST", "/api/get_learning_provenance"): {"kind": "profile", "id": "p1", "provenance_status": "exact"},
     ("GET", "/api/get_operation_status"): {"success": True, "operation_status": OPERATION},
     ("POST", "/api/get_agent_success_evaluation_results"): {
@@ -115,6 +144,23 @@ BODIES: dict[tuple[str, str], Any] = {
         "agent_success_evaluation_results": [],
     },
     ("POST", "/api/get_retrieved_learning_evaluation_results"): {"success": True, "results": []},
+    ("POST", "/api/session_outcome"): {"success": True, "recorded": True, "outcome_revision": 1},
+    ("POST", "/api/get_session_outcomes"): {"success": True, "session_outcomes": []},
+    ("POST", "/api/evaluations/grade_on_demand"): {"session_id": "s1", "result_id": 4},
+    ("GET", "/api/evaluations/shadow_comparisons/recent"): {"verdicts": []},
+    ("POST", "/api/get_evaluation_overview"): OVERVIEW,
+    ("POST", "/api/get_playbook_application_stats"): {"success": True, "stats": []},
+    ("POST", "/api/get_learning_impact"): {"success": True, "impacts": [IMPACT]},
+    ("POST", "/api/get_reflection_actions"): {"success": True, "actions": [ACTION]},
+    ("POST", "/api/revert_reflection_action"): {"success": True, "action": ACTION},
+    ("GET", "/api/retrieval_experiments"): EXPERIMENTS,
+    ("POST", "/api/retrieval_experiments"): EXPERIMENTS,
+    ("POST", "/api/retrieval_experiments/stop"): {"experiments": [EXPERIMENT]},
+    ("GET", "/api/retrieval_experiments/e/1/results"): {
+        "experiment": EXPERIMENT,
+        "treatment": {"arm": "treatment"},
+        "holdout": {"arm": "holdout"},
+    },
 }
 
 

@@ -278,6 +278,41 @@ async def _wipe(c: Either, user: str) -> None:
     assert (await c.get_all_profiles()).user_profiles == []
 
 
+async def _evaluation(c: Either, user: str) -> None:
+    session = "eval-" + uuid.uuid4().hex[:8]
+    await c.publish_interaction(user, [{"content": "where is my parcel?"}], session_id=session)
+    first = await c.mark_session_outcome(
+        session_id=session, outcome="failure", occurred_at=1_700_000_000, label="ticket_open"
+    )
+    second = await c.mark_session_outcome(
+        session_id=session, outcome="success", occurred_at=1_700_000_100, label="ticket_closed"
+    )
+    assert (first.outcome_revision, second.outcome_revision) == (1, 2)
+    history = await c.get_session_outcomes(session_ids=[session], include_history=True)
+    assert [(o.outcome, o.outcome_revision) for o in history.session_outcomes] == [
+        ("success", 2),
+        ("failure", 1),
+    ]
+    with pytest.raises(NotFoundError):
+        await c.mark_session_outcome(session_id="never-" + session, outcome="failure", occurred_at=1)
+    assert (await c.grade_on_demand(session_id=session, agent_version="v1")).session_id == session
+    assert isinstance((await c.list_shadow_comparisons(5)).verdicts, list)
+    overview = await c.get_evaluation_overview(from_ts=0, to_ts=4_000_000_000)
+    assert 0.0 <= overview.hero.regular_success_rate_pp <= 100.0
+    assert (await c.get_playbook_application_stats(30)).success
+    (unserved,) = (await c.get_learning_impact("profile", ["no-such-profile"])).impacts
+    assert (unserved.sessions_served, unserved.hurt) == (0, 0)
+    assert (await c.get_reflection_actions(include_reverted=False)).success
+    with pytest.raises(NotFoundError):
+        await c.revert_reflection_action(999_999_999)
+    experiment = "exp-" + uuid.uuid4().hex[:8]
+    started = await c.start_retrieval_experiment(experiment, 10)
+    assert started.active_experiment is not None and started.active_experiment.experiment_id == experiment
+    assert experiment in {e.experiment_id for e in (await c.list_retrieval_experiments()).experiments}
+    assert (await c.get_retrieval_experiment_results(experiment)).experiment.experiment_id == experiment
+    assert (await c.stop_retrieval_experiment(experiment)).active_experiment is None
+
+
 async def scenario(c: Either) -> None:
     user = "user-" + uuid.uuid4().hex[:8]
     session = "session-" + uuid.uuid4().hex[:8]
@@ -291,6 +326,7 @@ async def scenario(c: Either) -> None:
     await _user_data_and_jobs(c, user, profile_id)
     await _deletes(c, user, session, read, profile_id, rule_id)
     await _bulk_deletes(c, user)
+    await _evaluation(c, user)
     await _wipe(c, user)
 
 
@@ -312,6 +348,10 @@ NOT_IN_SCENARIO = {
     "get_operation_status",
     "get_agent_success_evaluation_results",
     "get_retrieved_learning_evaluation_results",
+    # aggregation: tests/client/test_aggregation_live.py
+    "submit_playbook_aggregation",
+    "get_playbook_aggregation_operation",
+    "get_playbook_aggregation_change_logs",
 }
 
 

@@ -39,6 +39,7 @@ from reflexio.models import (
 from reflexio.models.entities import ToolUsed
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
+from reflexio.service.org_config import update_config
 from reflexio.service.search import search
 
 ORG = "harness"
@@ -145,6 +146,9 @@ def play(
 ) -> Metrics:
     """Play one scenario; ``feedback`` is "always" (whenever set) or "on_miss"."""
     core = open_harness(storage_url, embedder)
+    # The harness measures learning, so nothing is withheld from a session by the holdout
+    # (bench/loop --holdout-rate shows what the holdout costs).
+    update_config(core, ORG, {"holdout_rate": 0})
     try:
         return _play(core, scenario, feedback)
     finally:

@@ -138,6 +138,17 @@ def test_an_answer_outside_the_schema_is_refused_like_a_live_one() -> None:
 
 def test_rules_script_aggregates_like_the_deterministic_aggregator() -> None:
     draft = LLMAggregator(rules_script()).aggregate(REFUND, min_users=2)
-    central = CentralAggregator().aggregate(REFUND, min_users=2)
+    central = CentralAggregator(link_similarity=0.55).aggregate(REFUND, min_users=2)  # the script's reading
     assert draft is not None and central is not None
     assert (draft.content, draft.member_ids) == (central.content, central.member_ids)
+
+
+def test_paraphrases_with_similar_vectors_are_one_direction() -> None:
+    policy = [
+        Evidence(1, "h1", "Include the link to the policy page when you answer.", vector=_vec(1, 0.2, 0)),
+        Evidence(2, "h2", "Always add the policy link so I can check it.", vector=_vec(1, 0.3, 0)),
+    ]
+    assert len(directions(policy, 0.6)) == 2  # few shared words
+    assert [[m.id for m in g] for g in directions(policy, 0.6, link_similarity=0.9)] == [[1, 2]]
+    assert CentralAggregator(link_similarity=0.9).aggregate(policy, min_users=2) is not None
+    assert CentralAggregator().aggregate(policy, min_users=2) is None

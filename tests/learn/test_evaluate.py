@@ -66,3 +66,20 @@ def test_sampling_is_deterministic_and_follows_the_rate() -> None:
     assert picks == [sampled("o", "u", f"s{i}", 0.2) for i in range(2000)]
     assert 0.15 < sum(picks) / len(picks) < 0.25
     assert not any(sampled("o", "u", f"s{i}", 0.0) for i in range(100))
+
+
+def test_asking_the_same_thing_again_counts_as_a_correction() -> None:
+    verdict = judge_turns(
+        [
+            turn("User", "Book me a table for two at eight tonight"),
+            turn("Agent", "Here are some restaurants."),
+            turn("User", "Book me a table for two at eight tonight please"),
+        ]
+    )
+    assert verdict["number_of_correction_per_session"] == 1 and verdict["is_success"] is False
+
+
+def test_a_tool_that_broke_on_the_system_side_is_a_system_error() -> None:
+    broken = [{"tool_name": "orders.lookup", "tool_data": {}, "status": "error: 503 service unavailable"}]
+    verdict = judge_turns([turn("User", "Where is order 12?"), turn("Agent", "Sorry", broken)])
+    assert verdict["failure_type"] == "system_error" and verdict["is_success"] is False

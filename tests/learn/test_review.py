@@ -33,6 +33,10 @@ EXPECTED = {
     (S.REJECTED, Action.REOPEN): S.PENDING,
     (S.REJECTED, Action.DELETE): S.DELETED,
     (S.ARCHIVED, Action.DELETE): S.DELETED,
+    (S.SUSPENDED, Action.APPROVE): S.APPROVED,
+    (S.SUSPENDED, Action.REJECT): S.REJECTED,
+    (S.SUSPENDED, Action.DELETE): S.DELETED,
+    (S.RETIRED, Action.DELETE): S.DELETED,
 }
 
 
@@ -81,6 +85,8 @@ def test_states_of_stored_rows() -> None:
     assert state_of(Approval.REJECTED, LearningStatus.CURRENT) is S.REJECTED
     assert state_of(Approval.APPROVED, LearningStatus.SUPERSEDED) is S.ARCHIVED
     assert state_of(Approval.PENDING, LearningStatus.ARCHIVED) is S.ARCHIVED
+    assert state_of(Approval.APPROVED, LearningStatus.SUSPENDED) is S.SUSPENDED
+    assert state_of(Approval.APPROVED, LearningStatus.RETIRED) is S.RETIRED
     assert state_of(None, None) is S.DELETED
     assert approval_of(S.REJECTED) is Approval.REJECTED
     with pytest.raises(ValueError, match="not a live review state"):

@@ -12,7 +12,17 @@ from reflexio.llm import LLMCall, Role
 #: Sample values with characters that broke the original's str.format rendering (W30).
 TRICKY = 'JSON {"a": 1} and ${not_a_variable} and $5 and {braces}'
 
-EXPECTED = {"gate", "extract", "merge", "evaluate_session", "rewrite_query", "aggregate"}
+EXPECTED = {
+    "gate",
+    "extract",
+    "merge",
+    "evaluate_session",
+    "rewrite_query",
+    "aggregate",
+    "judge_learnings",
+    "compare_shadow",
+    "revise_learning",
+}
 
 
 def test_the_prompt_bank() -> None:

@@ -12,7 +12,7 @@ import pytest
 from reflexio.config import Settings
 from reflexio.embed import EmbedderUnavailable
 from reflexio.filters import LearningFilter
-from reflexio.models import ConversationTurn, PlaybookStatus, UnifiedSearchRequest
+from reflexio.models import ConversationTurn, PlaybookStatus, SearchMode, UnifiedSearchRequest
 from reflexio.records import Approval, Audit, Learning, LearningKind, LearningStatus
 from reflexio.service import search
 from reflexio.service.core import Core, open_core
@@ -170,6 +170,36 @@ def test_a_strong_hit_lifts_what_was_learned_with_it(core: Core) -> None:
     assert plain.index("Recovering from a knee injury") < plain.index("Recovering from a shoulder injury")
     # ... but the injury learned together with the marathon comes first.
     assert lifted.index("Recovering from a shoulder injury") < lifted.index("Recovering from a knee injury")
+
+
+def test_a_paraphrase_the_vector_arm_ranks_first_beats_rows_sharing_a_common_word(core: Core) -> None:
+    """Rows that share only the query's common words ("person", "plane") with it must not bury
+    the fact that answers it in other words (issue 19; bench/needle measures it at scale)."""
+    haystack = [
+        f"The user describes themselves as a {trait} person" for trait in ("people", "creative", "practical")
+    ] + [
+        f"The user likes to read {genre} books on the plane to {city}"
+        for genre in ("mystery", "fantasy", "history")
+        for city in ("Berlin", "Lisbon", "Tokyo", "Madrid", "Oslo", "Rome", "Dublin", "Vienna")
+    ]
+    fact = "The user is terrified of flying"
+    rows = [Learning(org_id="o", kind=P, user_id="u7", content=c) for c in [fact, *haystack]]
+    core.storage.save_learnings(rows, Audit())
+    where = LearningFilter(kinds=(P,), user_id="u7")
+
+    def ranked(mode: str) -> list[str]:
+        plan = search.Plan(
+            text="Is this person scared to get on a plane?",
+            filters=(where,),
+            top_k=5,
+            threshold=search.DEFAULT_THRESHOLD,
+            mode=SearchMode(mode),
+        )
+        return [row.content for row, _ in search.rank(core, "o", plan).hits[0]]
+
+    assert ranked("vector")[0] == fact
+    assert fact not in ranked("fts")  # it shares no word with the question
+    assert fact in ranked("hybrid")[:2]
 
 
 class _Down:

@@ -140,6 +140,9 @@ def test_updates_record_history(storage: Storage) -> None:
     assert events[1].before == {"approval": "pending"} and events[1].after == {"approval": "approved"}
     assert events[0].before["content"] == "Ask before deleting files"  # type: ignore[index]
     assert events[0].after["content"] == "Ask before deleting or moving files"  # type: ignore[index]
+    decided = storage.list_events("o1", events=["approved", "rejected"])
+    assert [(e.learning_id, e.event) for e in decided] == [(row.id, "approved")]
+    assert storage.list_events("o1", events=[]) == []
 
 
 def test_text_fields_cannot_be_bulk_updated(storage: Storage) -> None:

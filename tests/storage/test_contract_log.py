@@ -227,6 +227,38 @@ def test_evaluations_are_listed_by_kind_and_scope(storage: Storage) -> None:
     assert storage.list_evaluations("o1", kind="learning")[0].learning_id == "p1"
 
 
+def test_session_verdicts_are_tallied_per_day_where_stored(storage: Storage) -> None:
+    day, start = 86_400, 1_700_000_000
+
+    def verdict(at: float, result: dict[str, object], org: str = "o1", agent: str = "v1") -> EvaluationRecord:
+        return EvaluationRecord(
+            org_id=org, kind="session", session_id=f"s{at}", agent_version=agent, result=result, created_at=at
+        )
+
+    storage.add_evaluations(
+        [
+            verdict(start - 10, {"is_success": True}),  # before the window
+            verdict(start + 5, {"is_success": True, "number_of_correction_per_session": 2}),
+            verdict(
+                start + 60,
+                {"is_success": False, "is_escalated": True, "regular_vs_shadow": "shadow_is_better"},
+            ),
+            verdict(start + 2 * day + 1, {"is_success": True, "regular_vs_shadow": "regular_is_better"}),
+            verdict(start + 2 * day + 2, {"is_success": False}, agent="v2"),
+            verdict(start + 3, {"is_success": True}, org="o2"),
+            EvaluationRecord(org_id="o1", kind="learning", result={"is_success": True}, created_at=start + 9),
+        ]
+    )
+    tallies = storage.session_verdict_days("o1", since=start, day_seconds=day)
+    assert [(t.day, t.judged, t.succeeded) for t in tallies] == [(0, 2, 1), (2, 2, 1)]
+    first = tallies[0]
+    assert (first.corrections, first.escalated, first.shadow_judged, first.shadow_won) == (2, 1, 1, 1)
+    assert (tallies[1].shadow_judged, tallies[1].shadow_won) == (1, 0)
+    one = storage.session_verdict_days("o1", since=start, day_seconds=day, agent_version="v2")
+    assert [(t.day, t.judged, t.succeeded) for t in one] == [(2, 1, 0)]
+    assert storage.session_verdict_days("o3", since=start, day_seconds=day) == []
+
+
 def test_clear_user_removes_everything_of_that_user_only(storage: Storage) -> None:
     publish(storage, "o1", "r1", user="gone", session="sg")
     publish(storage, "o1", "r2", user="kept", session="sk")

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, LearningKind, LearningStatus
+from reflexio.storage import index_file
 from reflexio.storage.index import Hit, IndexRow, LearningIndex
 
 WORDS = [
@@ -183,7 +185,9 @@ def test_a_floor_leaves_out_exactly_the_hits_the_caller_would_drop() -> None:
     base = CandidateQuery(filters=tuple(FILTERS), text="coffee tax order", vector=vector, embed_model="m")
 
     def fused(hit: Hit) -> float:
-        return ranking.fused_score(hit.vector_score, hit.fts_norm)
+        return ranking.fused_score(
+            hit.vector_score, hit.fts_norm, fts_best=hit.fts_best, fts_floor=hit.fts_floor
+        )
 
     everything = index.search(base, NOW)
     floored = index.search(replace(base, floor=0.3), NOW)
@@ -202,12 +206,102 @@ def test_batch_fusion_agrees_with_one_at_a_time() -> None:
     vec = np.asarray([rng.uniform(-0.2, 1.1) for _ in range(50)] + [np.nan] * 5)
     fts = np.asarray([rng.uniform(0, 1) for _ in range(55)])
     weights = ranking.FusionWeights(vector=0.3, fts=0.5)
-    batch = ranking.fused_scores(vec, fts, weights)
-    one = [
-        ranking.fused_score(None if v != v else float(v), float(f), weights)
-        for v, f in zip(vec, fts, strict=True)
-    ]
-    assert np.allclose(batch, one)
+    for spread in ({}, {"fts_best": 0.8, "fts_floor": 0.2}, {"fts_best": 0.0, "fts_floor": 0.0}):
+        batch = ranking.fused_scores(vec, fts, weights, **spread)  # type: ignore[arg-type]
+        one = [
+            ranking.fused_score(None if v != v else float(v), float(f), weights, **spread)  # type: ignore[arg-type]
+            for v, f in zip(vec, fts, strict=True)
+        ]
+        assert np.allclose(batch, one)
     assert np.allclose(
         ranking.fused_scores(vec[:3], None), [ranking.fused_score(float(v), None) for v in vec[:3]]
     )
+
+
+def test_an_index_rebuilt_from_its_state_answers_and_changes_alike(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 900)])
+    for i in rng.sample(range(1, 900), 200):  # appended, unclustered positions and dead ones
+        index.upsert([make_row(i, rng)])
+    index.remove(range(1, 900, 13))
+    np.savez(tmp_path / "state.npz", **index.state())
+    with np.load(tmp_path / "state.npz", allow_pickle=False) as saved:
+        copy = LearningIndex.from_state({key: saved[key] for key in saved.files})
+    assert len(copy) == len(index)
+    assert answers(copy) == answers(index)
+    for same in (index, copy):  # both go on changing the same way, compaction included
+        change = random.Random(8)
+        same.upsert([make_row(i, change) for i in change.sample(range(1, 1200), 400)])
+        same.remove(range(2, 900, 7))
+    assert answers(copy) == answers(index)
+    index.compact()
+    copy.compact()
+    assert answers(copy) == answers(index)
+    assert copy.vector_of(3) is not None and np.allclose(copy.vector_of(3), index.vector_of(3))  # type: ignore[arg-type]
+
+
+def test_a_snapshot_file_loads_only_for_its_org_and_database_and_never_raises(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 300)])
+    path = index_file.path_for(tmp_path / "snapshots", "org/ü")
+    index_file.write(
+        path, index_file.Snapshot("org/ü", 41, ((7, "h7", 5), (9, "", 0)), "db-1"), index.state()
+    )
+    loaded = index_file.read(path, org_id="org/ü", database="db-1")
+    assert loaded is not None and loaded[0] == index_file.Snapshot(
+        "org/ü", 41, ((7, "h7", 5), (9, "", 0)), "db-1"
+    )
+    assert answers(loaded[1]) == answers(index)
+    assert index_file.read(path, org_id="other", database="db-1") is None
+    assert index_file.read(path, org_id="org/ü", database="db-2") is None
+    assert index_file.read(tmp_path / "missing.npz", org_id="org/ü", database="db-1") is None
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn or damaged file
+    assert index_file.read(path, org_id="org/ü", database="db-1") is None
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temporary left behind
+
+
+def test_snapshots_are_written_after_a_build_after_many_changes_and_on_close(tmp_path: Path) -> None:
+    rng = random.Random(12)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 200)])
+    snapshots = index_file.Snapshots(tmp_path, "db")
+    assert snapshots.wants("o", 5, built=True)
+    snapshots.queue(index, index_file.Snapshot("o", 5, (), "db"))
+    index.upsert([make_row(300, rng)])  # changes after queueing are not in that snapshot
+    assert not snapshots.wants("o", 5, built=True)  # written at that number already
+    assert not snapshots.wants("o", 6, built=False, rows=len(index))  # one change: not worth it
+    assert not snapshots.wants("o", 5 + index_file.REFRESH_CHANGES, built=False)  # nor so soon
+    snapshots.close()  # waits for the queued write
+    found = index_file.Snapshots(tmp_path, "db").load("o")
+    assert found is not None and found[0].seq == 5 and len(found[1]) == 199  # a few changes: kept
+    later = index_file.Snapshots(tmp_path, "db")
+    later.close([(index, index_file.Snapshot("o", 6, ((300, "h", 1),), "db"))])  # closing writes the latest
+    found = index_file.Snapshots(tmp_path, "db").load("o")
+    assert found is not None and found[0].seq == 6 and answers(found[1]) == answers(index)
+
+
+def test_a_frozen_state_is_the_index_as_it_was_though_it_changes_before_the_arrays_are_taken() -> None:
+    rng = random.Random(10)
+    index = LearningIndex()
+    index.upsert([make_row(i, rng) for i in range(1, 700)])
+    index.upsert([make_row(i, rng) for i in rng.sample(range(1, 700), 100)])
+    expected = answers(LearningIndex.from_state(index.state()))
+    frozen = index.freeze()
+    change = random.Random(11)
+    for i in change.sample(range(1, 900), 300):  # writes over old positions, new ones, removals
+        index.upsert([make_row(i, change, tags=("a", "z"))])
+    index.remove(range(1, 700, 3))
+    index.compact()
+    assert answers(LearningIndex.from_state(frozen())) == expected
+    assert answers(index) != expected
+
+
+def test_a_snapshot_belongs_to_a_history_whose_changes_at_its_number_match() -> None:
+    saw = ((3, "a", 10), (4, "b", 10))
+    assert index_file.same_history(saw, saw)
+    assert index_file.same_history(saw, ((3, "", 0), (4, "b", 10)))  # 3 changed again since
+    assert not index_file.same_history(saw, ((3, "c", 12), (4, "b", 10)))  # 3 is another write
+    assert not index_file.same_history(saw, ((3, "a", 10),))  # another set of changes
+    assert not index_file.same_history(((3, "", 0),), ((3, "a", 10),))  # deleted there, not here

@@ -17,7 +17,10 @@ from starlette.routing import Route
 from reflexio.api import errors
 from reflexio.api.mounts import Guarded, MountFactory, mounts_lifespan
 from reflexio.api.routes import (
+    aggregation,
+    evaluation,
     events,
+    experiments,
     generation,
     interactions,
     jobs,
@@ -116,6 +119,9 @@ def create_app(
         jobs,
         generation,
         events,
+        aggregation,
+        evaluation,
+        experiments,
     ):
         app.include_router(module.router)
     for mount in mounted:  # a plain Starlette route: its endpoint is the ASGI app itself

@@ -16,22 +16,18 @@ once; whether any key exists is re-read on every request until one does.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Annotated, cast
-from urllib.parse import urlsplit
 
 from fastapi import Depends
 from starlette.requests import Request
 
 from reflexio.errors import AuthenticationError, PermissionDeniedError
 from reflexio.service import keys
+from reflexio.service.callers import is_loopback_client
 from reflexio.service.core import Core
 
 __all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller", "require_reviewer"]
-
-#: Headers a proxy adds; their presence means the peer address is not the real client.
-_FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 NO_KEYS_MESSAGE = (
     "this server has no API key yet, so it only answers clients on this machine; "
@@ -110,23 +106,5 @@ def _bearer(request: Request) -> str:
 
 
 def is_local(request: Request) -> bool:
-    """Whether the request comes straight from this machine (see the module docstring)."""
-    client = request.client
-    if client is None or not _is_loopback(client.host):
-        return False
-    if any(name in request.headers for name in _FORWARDING_HEADERS):
-        return False
-    host = urlsplit(f"//{request.headers.get('host', '')}").hostname
-    if host and not _is_loopback(host):
-        return False
-    origin = request.headers.get("origin")
-    return not origin or _is_loopback(urlsplit(origin).hostname or "")
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Whether the request comes straight from this machine (``service.callers`` has the rule)."""
+    return is_loopback_client(request.client.host if request.client else None, request.headers)

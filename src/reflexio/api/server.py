@@ -14,12 +14,13 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from reflexio import telemetry
 from reflexio.api import create_app
@@ -29,12 +30,20 @@ from reflexio.config import Settings
 from reflexio.service.core import Core, open_core
 from reflexio.service.workers import announce_ready, start_pool
 
-__all__ = ["build_server_app", "in_background", "serve", "workers_can_run_apart"]
+__all__ = ["Front", "build_server_app", "in_background", "serve", "workers_can_run_apart"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds the workers get at shutdown to finish the jobs in hand.
 SHUTDOWN_GRACE_SECONDS = 20.0
+
+#: What the composition root may put in front of the API app (the dashboard: ``web.with_dashboard``).
+#: The API never imports what it is given; it only serves it.
+Front = Callable[[ASGIApp, Core], ASGIApp]
+
+
+def _fronted(app: FastAPI, core: Core, front: Front | None) -> ASGIApp:
+    return app if front is None else front(app, core)
 
 
 def build_server_app(
@@ -73,6 +82,7 @@ async def _workers(core: Core, worker_process: bool, ready_file: Path | None) ->
     ``ready_file`` is written once the workers claim jobs and removed when they stop.
     """
     pool, child = None, None
+    core.storage.warm_search()  # before the first request: a restart is not a cold start
     if core.settings.workers > 0 and worker_process:
         child = WorkerProcess(core.settings, grace_seconds=SHUTDOWN_GRACE_SECONDS, ready_file=ready_file)
         child.start()  # the child announces itself once its workers run
@@ -92,12 +102,13 @@ async def _workers(core: Core, worker_process: bool, ready_file: Path | None) ->
         core.close()
 
 
-def serve(settings: Settings, *, mounts: Sequence[MountFactory] = ()) -> None:
+def serve(settings: Settings, *, mounts: Sequence[MountFactory] = (), front: Front | None = None) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted.
 
     Args:
         settings: How to run.
         mounts: ASGI apps to serve under ``/api`` as well (the CLI passes the MCP endpoint).
+        front: What to serve in front of the API (the CLI passes the dashboard).
     """
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     telemetry.configure(service_name=settings.otel_service_name, otlp_endpoint=settings.otel_endpoint)
@@ -107,7 +118,11 @@ def serve(settings: Settings, *, mounts: Sequence[MountFactory] = ()) -> None:
     app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file, mounts=mounts)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), access_log=False
+        _fronted(app, core, front),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
     )
 
 
@@ -124,13 +139,15 @@ def in_background(
     port: int = 0,
     start_timeout: float = 30.0,
     mounts: Sequence[MountFactory] = (),
+    front: Front | None = None,
 ) -> Iterator[str]:
     """Serve ``core`` (API and workers) in a thread; yields the base URL.
 
     For embedding Reflexio in another process (notebooks, simulators, tests) over a real
-    socket, on ``port`` (0: a free one). The core is closed when the block exits.
+    socket, on ``port`` (0: a free one), with ``front`` (the dashboard) in front of the API if
+    given. The core is closed when the block exits.
     """
-    app = build_server_app(core, mounts=mounts)
+    app = _fronted(build_server_app(core, mounts=mounts), core, front)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

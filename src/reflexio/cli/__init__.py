@@ -20,7 +20,9 @@ import typer
 from reflexio.cli import (
     admin,
     data,
+    demo,
     doctor,
+    evaluation,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     integrations,
     learnings,
@@ -72,11 +74,13 @@ app.add_typer(learnings.agent_playbooks, name="agent-playbooks")
 app.add_typer(admin.config, name="config")
 app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
+app.add_typer(evaluation.app, name="eval")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
 app.command()(integrations.mcp)
 app.command()(watch.watch)
 app.add_typer(integrations.integrations, name="integrations")
+app.command()(demo.demo)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from reflexio.cli.aggregation import aggregate
 from reflexio.cli.options import ApiKeyOpt, JsonOpt, UrlOpt, client, wants_json
 from reflexio.cli.output import Result, Table, run
 
@@ -29,6 +30,7 @@ user_playbooks = typer.Typer(help="Behaviour rules learned from one user's sessi
 agent_playbooks = typer.Typer(
     help="Rules generalised for an agent version, and their review (approve/reject).", no_args_is_help=True
 )
+agent_playbooks.command("aggregate")(aggregate)
 
 Limit = Annotated[int | None, typer.Option("--limit", help="At most this many.", min=1)]
 Query = Annotated[str | None, typer.Option("--query", help="Only those containing this text.")]

@@ -31,7 +31,7 @@ from reflexio.cli.output import Result, Table, run
 from reflexio.config import Settings
 from reflexio.errors import ConflictError, ServiceUnavailableError
 
-__all__ = ["ServerFiles", "app"]
+__all__ = ["ServerFiles", "app", "start_unless_running"]
 
 app = typer.Typer(
     help="Run the Reflexio server (API and job workers) in the background or attached.",
@@ -183,14 +183,15 @@ def start(
     ] = DEFAULT_START_TIMEOUT_SECONDS,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start the API on 127.0.0.1:8081 with SQLite under ~/.reflexio and its job workers.
+    """Start the API, the dashboard and the job workers on 127.0.0.1:8081, SQLite under ~/.reflexio.
 
     By default the server runs in the background (pid and log under ~/.reflexio/run) and this
     command says what it is doing, then returns once the API answers /health/ready and its job
-    workers run ("ready": learning starts with the first publish). Use --foreground to run it
-    attached, as a container entrypoint or under a process supervisor.
+    workers run ("ready": learning starts with the first publish); the dashboard is at /ui. Use
+    --foreground to run it attached, as a container entrypoint or under a process supervisor.
     """
     chosen = settings(host=host, port=port, workers=workers)
+
     if foreground:
         run(wants_json(as_json), lambda: _serve_attached(chosen))
     else:
@@ -210,13 +211,14 @@ def _to_stderr(line: str) -> None:
 def _serve_attached(chosen: Settings) -> Result:
     from reflexio.api.server import serve  # the server's dependencies load only when serving
     from reflexio.cli.integrations import server_mounts
+    from reflexio.web import with_dashboard
 
     files = ServerFiles(chosen.run_dir, chosen.port)
     _refuse_if_running(files, chosen.host)
     files.write(os.getpid(), chosen.host)
     try:
         with process.stop_on_signals():
-            serve(chosen, mounts=server_mounts())
+            serve(chosen, mounts=server_mounts(), front=with_dashboard)
     except process.Stopped:  # uvicorn shut down gracefully, then re-raised the signal
         pass
     finally:
@@ -244,6 +246,7 @@ def _start_background(chosen: Settings, timeout: float, say: Callable[[str], Non
         "pid": child.pid,
         "health": "healthy",
         "workers_ready": workers_ready,
+        "dashboard": f"{url}/ui",
     }
     fields: dict[str, Any] = {
         "log": files.log_file,
@@ -259,7 +262,8 @@ def _start_background(chosen: Settings, timeout: float, say: Callable[[str], Non
     learning = (
         "learning starts with the first publish" if chosen.workers > 0 else "no job workers (--workers 0)"
     )
-    return Result(data, message=f"Reflexio is ready at {url} (pid {child.pid}): {learning}", fields=fields)
+    message = f"Reflexio is ready at {url} (pid {child.pid}): {learning}; the dashboard is at {url}/ui"
+    return Result(data, message=message, fields=fields)
 
 
 def _await_workers(child: subprocess.Popen[bytes], ready_file: Path, deadline: float) -> bool:
@@ -280,6 +284,23 @@ def _command_hint() -> dict[str, str]:
     if not here.exists() or (found is not None and Path(found).resolve() == here.resolve()):
         return {}
     return {"reflexio command": f"{here} (or `source {here.parent / 'activate'}` to put it on PATH)"}
+
+
+def start_unless_running(chosen: Settings, *, quiet: bool = False) -> Result:
+    """Start a background server on ``chosen.port``, or describe the one already running there.
+
+    Progress goes to stderr unless ``quiet`` (JSON output keeps stdout for the result alone).
+    """
+    files = ServerFiles(chosen.run_dir, chosen.port)
+    pid = _running_pid(files)
+    if pid is None:
+        return _start_background(chosen, DEFAULT_START_TIMEOUT_SECONDS, _silent if quiet else _to_stderr)
+    data = _describe(files, pid)
+    url = data["url"]
+    return Result(
+        data | {"dashboard": f"{url}/ui"},
+        message=f"Reflexio is already running at {url} (pid {pid}); the dashboard is at {url}/ui",
+    )
 
 
 def _spawn(chosen: Settings, files: ServerFiles) -> subprocess.Popen[bytes]:

@@ -15,7 +15,17 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from reflexio.client import _generation, _interactions, _playbooks, _profiles, _provenance, _search, _system
+from reflexio.client import (
+    _aggregation,
+    _evaluation,
+    _generation,
+    _interactions,
+    _playbooks,
+    _profiles,
+    _provenance,
+    _search,
+    _system,
+)
 from reflexio.client._events import EventQuery, aiter_events, iter_events
 from reflexio.client._transport import Plan, client_options, run_async, run_sync
 from reflexio.config import ClientSettings
@@ -263,10 +273,26 @@ class ReflexioClient:
     upgrade_user_playbooks = _sync(_generation.upgrade_user_playbooks)
     downgrade_user_playbooks = _sync(_generation.downgrade_user_playbooks)
     run_playbook_aggregation = _sync(_generation.run_playbook_aggregation)
+    submit_playbook_aggregation = _sync(_aggregation.submit_playbook_aggregation)
+    get_playbook_aggregation_operation = _sync(_aggregation.get_playbook_aggregation_operation)
+    get_playbook_aggregation_change_logs = _sync(_aggregation.get_playbook_aggregation_change_logs)
     get_learning_provenance = _sync(_provenance.get_learning_provenance)
     get_operation_status = _sync(_generation.get_operation_status)
     get_agent_success_evaluation_results = _sync(_generation.get_agent_success_evaluation_results)
     get_retrieved_learning_evaluation_results = _sync(_generation.get_retrieved_learning_evaluation_results)
+    mark_session_outcome = _sync(_evaluation.mark_session_outcome)
+    get_session_outcomes = _sync(_evaluation.get_session_outcomes)
+    grade_on_demand = _sync(_evaluation.grade_on_demand)
+    list_shadow_comparisons = _sync(_evaluation.list_shadow_comparisons)
+    get_evaluation_overview = _sync(_evaluation.get_evaluation_overview)
+    get_playbook_application_stats = _sync(_evaluation.get_playbook_application_stats)
+    get_learning_impact = _sync(_evaluation.get_learning_impact)
+    get_reflection_actions = _sync(_evaluation.get_reflection_actions)
+    revert_reflection_action = _sync(_evaluation.revert_reflection_action)
+    list_retrieval_experiments = _sync(_evaluation.list_retrieval_experiments)
+    start_retrieval_experiment = _sync(_evaluation.start_retrieval_experiment)
+    stop_retrieval_experiment = _sync(_evaluation.stop_retrieval_experiment)
+    get_retrieval_experiment_results = _sync(_evaluation.get_retrieval_experiment_results)
 
 
 class AsyncReflexioClient:
@@ -433,7 +459,23 @@ class AsyncReflexioClient:
     upgrade_user_playbooks = _async(_generation.upgrade_user_playbooks)
     downgrade_user_playbooks = _async(_generation.downgrade_user_playbooks)
     run_playbook_aggregation = _async(_generation.run_playbook_aggregation)
+    submit_playbook_aggregation = _async(_aggregation.submit_playbook_aggregation)
+    get_playbook_aggregation_operation = _async(_aggregation.get_playbook_aggregation_operation)
+    get_playbook_aggregation_change_logs = _async(_aggregation.get_playbook_aggregation_change_logs)
     get_learning_provenance = _async(_provenance.get_learning_provenance)
     get_operation_status = _async(_generation.get_operation_status)
     get_agent_success_evaluation_results = _async(_generation.get_agent_success_evaluation_results)
     get_retrieved_learning_evaluation_results = _async(_generation.get_retrieved_learning_evaluation_results)
+    mark_session_outcome = _async(_evaluation.mark_session_outcome)
+    get_session_outcomes = _async(_evaluation.get_session_outcomes)
+    grade_on_demand = _async(_evaluation.grade_on_demand)
+    list_shadow_comparisons = _async(_evaluation.list_shadow_comparisons)
+    get_evaluation_overview = _async(_evaluation.get_evaluation_overview)
+    get_playbook_application_stats = _async(_evaluation.get_playbook_application_stats)
+    get_learning_impact = _async(_evaluation.get_learning_impact)
+    get_reflection_actions = _async(_evaluation.get_reflection_actions)
+    revert_reflection_action = _async(_evaluation.revert_reflection_action)
+    list_retrieval_experiments = _async(_evaluation.list_retrieval_experiments)
+    start_retrieval_experiment = _async(_evaluation.start_retrieval_experiment)
+    stop_retrieval_experiment = _async(_evaluation.stop_retrieval_experiment)
+    get_retrieval_experiment_results = _async(_evaluation.get_retrieval_experiment_results)

@@ -78,19 +78,27 @@ class Draft:
 class Aggregator(Protocol):
     """Writes the agent playbook of one cluster."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Which aggregator wrote a draft (recorded with the run)."""
+        ...
 
     def aggregate(self, members: Sequence[Evidence], *, min_users: int) -> Draft | None:
         """The cluster's rule for everyone, or None when it has none."""
         ...
 
 
-def directions(members: Sequence[Evidence], overlap: float) -> list[list[Evidence]]:
+def directions(
+    members: Sequence[Evidence], overlap: float, link_similarity: float | None = None
+) -> list[list[Evidence]]:
     """Members grouped by what their instructions say (single linkage on word overlap).
 
     Two members point the same way when ``|A∩B| / min(|A|, |B|) >= overlap`` over the
-    informative words of their instructions; groups are the connected components of that
-    relation. Most distinct users first, then most members; ties keep member order.
+    informative words of their instructions, or — with ``link_similarity`` and vectors on
+    every member — when their vectors are at least that similar (paraphrases share few words:
+    "add the policy link" and "include the link to the policy page"); groups are the
+    connected components of that relation. Most distinct users first, then most members;
+    ties keep member order.
     """
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
@@ -107,6 +115,9 @@ def directions(members: Sequence[Evidence], overlap: float) -> list[list[Evidenc
     shared = (incidence @ incidence.T).toarray()
     sizes = np.maximum(np.asarray([len(ws) for ws in words]), 1)
     linked = shared >= overlap * np.minimum.outer(sizes, sizes)
+    if link_similarity is not None and all(m.vector is not None for m in members):
+        stack = np.stack([np.asarray(m.vector, dtype=np.float32) for m in members])
+        linked |= stack @ stack.T >= link_similarity
     _, labels = connected_components(csr_matrix(linked), directed=False)
     groups: dict[int, list[Evidence]] = {}
     for member, label in zip(members, labels.tolist(), strict=True):
@@ -120,16 +131,19 @@ class CentralAggregator:
 
     Attributes:
         overlap: ``direction_overlap_threshold`` of the org's aggregation config.
+        link_similarity: Vector similarity at which two members point the same way whatever
+            their words (None: words only); see ``directions``.
     """
 
     overlap: float = 0.6
+    link_similarity: float | None = None
     name: str = "central"
 
     def aggregate(self, members: Sequence[Evidence], *, min_users: int) -> Draft | None:
         """The largest direction's central instruction, if enough users stand behind it."""
         if not members:
             return None
-        chosen = directions(members, self.overlap)[0]
+        chosen = directions(members, self.overlap, self.link_similarity)[0]
         if len({m.user_id for m in chosen}) < min_users:
             return None
         center = _most_central(chosen)
@@ -138,7 +152,7 @@ class CentralAggregator:
         rationale = " ".join(x for x in (center.rationale, summary) if x)
         return Draft(
             content=center.content,
-            trigger=_representative_trigger(chosen, center),
+            trigger=_general_trigger(_by_centrality(chosen), center),
             rationale=rationale,
             pitfall=center.pitfall or next((m.pitfall for m in chosen if m.pitfall), None),
             blocking_issue=_shared_blocking_issue(chosen, center),
@@ -146,16 +160,50 @@ class CentralAggregator:
         )
 
 
+def _by_centrality(members: Sequence[Evidence]) -> list[Evidence]:
+    """Members ordered from the most central (the order ``_most_central`` picks by)."""
+    scores = _centrality(members)
+    order = sorted(range(len(members)), key=lambda i: (-round(scores[i], 6), members[i].id))
+    return [members[i] for i in order]
+
+
 def _most_central(members: Sequence[Evidence]) -> Evidence:
     """The member most similar to the others (by vector; by shared words without vectors)."""
-    if all(m.vector is not None for m in members):
-        stack = np.stack([np.asarray(m.vector, dtype=np.float32) for m in members])
-        scores = (stack @ stack.mean(axis=0)).tolist()
-    else:
-        sets = [ranking.word_set(f"{m.trigger or ''} {m.content}") for m in members]
-        scores = [sum(ranking.jaccard(a, b) for b in sets) for a in sets]
+    scores = _centrality(members)
     best = max(range(len(members)), key=lambda i: (round(scores[i], 6), -members[i].id))
     return members[best]
+
+
+def _centrality(members: Sequence[Evidence]) -> list[float]:
+    if all(m.vector is not None for m in members):
+        stack = np.stack([np.asarray(m.vector, dtype=np.float32) for m in members])
+        return [float(x) for x in (stack @ stack.mean(axis=0)).tolist()]
+    sets = [ranking.word_set(f"{m.trigger or ''} {m.content}") for m in members]
+    return [sum(ranking.jaccard(a, b) for b in sets) for a in sets]
+
+
+#: Most member situations an offline agent playbook's trigger names.
+MAX_TRIGGERS = 4
+
+
+def _general_trigger(members: Sequence[Evidence], center: Evidence) -> str | None:
+    """The situations the rule applies in: the representative trigger, then the members'
+    other situations (most central first, up to ``MAX_TRIGGERS``), so the rule is found for
+    each kind of request its users taught it on, not only the first one's."""
+    first = _representative_trigger(members, center)
+    if first is None:
+        return None
+    picked = [first]
+    seen = [ranking.word_set(first)]
+    for m in members:
+        words = ranking.word_set(m.trigger or "")
+        if not words or any(ranking.jaccard(words, w) >= 0.5 for w in seen):
+            continue
+        picked.append(m.trigger or "")
+        seen.append(words)
+        if len(picked) == MAX_TRIGGERS:
+            break
+    return "; or ".join(picked)
 
 
 def _representative_trigger(members: Sequence[Evidence], center: Evidence) -> str | None:

@@ -2,7 +2,8 @@
 
 Extractors (rule-based or LLM) never write: they return ``Changes``. The job driver applies
 them with ``apply_changes`` inside the transaction that also moves the bookmark (and completes
-the job), which is what makes learning effects exactly-once.
+the job), which is what makes learning effects exactly-once; the same transaction queues the
+aggregation of every scope whose user playbooks changed (``learn.aggregation_trigger``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from reflexio import telemetry
 from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
+from reflexio.learn.aggregation_trigger import DEBOUNCE_SECONDS, enqueue_aggregations
 from reflexio.records import Audit, Learning, LearningStatus
 from reflexio.storage import Storage
 from reflexio.storage.learning_writes import with_current_vectors
@@ -68,17 +70,22 @@ class Changes:
         self.archived.extend(other.archived)
 
 
-def apply_changes(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> list[Learning]:
-    """Write ``changes`` through ``tx`` (call inside the job's effects transaction)."""
+def apply_changes(
+    tx: Storage, org_id: str, changes: Changes, audit: Audit, *, aggregation_delay: float = DEBOUNCE_SECONDS
+) -> list[Learning]:
+    """Write ``changes`` through ``tx`` (call inside the job's effects transaction); the
+    aggregation of the scopes they touch is queued ``aggregation_delay`` seconds later."""
     with telemetry.span(
         "reflexio.learnings.save",
         **{"reflexio.org": org_id, "reflexio.learnings.added": len(changes.added)},
         **{"reflexio.learnings.updated": len(changes.updated), "reflexio.job.id": audit.job_id},
     ):
-        return _apply(tx, org_id, changes, audit)
+        return _apply(tx, org_id, changes, audit, aggregation_delay)
 
 
-def _apply(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> list[Learning]:
+def _apply(
+    tx: Storage, org_id: str, changes: Changes, audit: Audit, aggregation_delay: float
+) -> list[Learning]:
     added = tx.save_learnings(changes.added, audit) if changes.added else []
     if changes.updated:
         tx.save_learnings(changes.updated, audit)
@@ -95,8 +102,11 @@ def _apply(tx: Storage, org_id: str, changes: Changes, audit: Audit) -> list[Lea
                 job_id=audit.job_id,
             ),
         )
+    retired = []
     if changes.archived:
+        retired = tx.get_learnings(org_id, LearningFilter(ids=tuple(changes.archived)))
         tx.update_learnings(
             org_id, LearningFilter(ids=tuple(changes.archived)), {"status": LearningStatus.ARCHIVED}, audit
         )
+    enqueue_aggregations(tx, org_id, [*added, *changes.updated, *retired], delay=aggregation_delay)
     return added

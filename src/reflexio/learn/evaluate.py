@@ -4,7 +4,7 @@ Without an LLM the judgement comes from explicit evidence in the log: user turns
 or re-steer the agent (read with the rule extractor's signal reader), tool calls that failed and
 were never followed by a success, requests for a human, and whether the session ended on a
 correction. The result has the shape of Reflexio's ``AgentSuccessEvaluationResult`` (the wire
-model), stored as a ``session`` evaluation.
+model); ``service.judgement`` stores it as a ``session`` evaluation.
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ import hashlib
 import logging
 import re
 
+from reflexio import ranking
 from reflexio.errors import ReflexioError
-from reflexio.filters import InteractionFilter, RequestFilter
 from reflexio.learn.llm_extract import judge_session
 from reflexio.learn.rules.evidence import failed
-from reflexio.learn.rules.signals import read_message
+from reflexio.learn.rules.signals import Reading, read_message
 from reflexio.llm import LLM
 from reflexio.models.org_config import Config
-from reflexio.records import EvaluationRecord, InteractionRecord
-from reflexio.storage import Storage
+from reflexio.records import InteractionRecord
 
 log = logging.getLogger(__name__)
 
-__all__ = ["evaluate_session", "judge_turns"]
+__all__ = ["ESCALATION", "is_reaction", "judge_turns", "judged", "sampled"]
 
-_ESCALATION = re.compile(
+#: A user asking for a person (an escalation request).
+ESCALATION = re.compile(
     r"\b(?:speak|talk|connect me) (?:to|with) (?:a |an )?(?:human|person|manager|agent|supervisor|someone)\b"
     r"|\b(?:escalate|real person|customer service rep)",
     re.IGNORECASE,
@@ -39,19 +39,33 @@ def _is_user(turn: InteractionRecord) -> bool:
     return turn.role.strip().lower() == "user"
 
 
+def is_reaction(reading: Reading) -> bool:
+    """Whether a reply corrects, reverses or re-steers the agent (what counts as a correction)."""
+    return reading.correction or reading.reversal or _instructs(reading)
+
+
+def _repeats(text: str, earlier: list[frozenset[str]]) -> bool:
+    """The user asking again for what they already asked in this session."""
+    words = frozenset(ranking.word_set(text))
+    return len(words) >= 3 and any(ranking.jaccard(words, before) >= 0.6 for before in earlier)
+
+
 def judge_turns(turns: list[InteractionRecord]) -> dict[str, object]:
     """The success verdict for one session's turns (oldest first)."""
     corrections = 0
     last_was_correction = False
     escalated = False
     after_agent = False
+    requests: list[frozenset[str]] = []
     for turn in turns:
         if _is_user(turn):
             reading = read_message(turn.content, reacting=after_agent)
-            correcting = after_agent and (reading.correction or reading.reversal or _instructs(reading))
+            repeated = after_agent and _repeats(turn.content, requests)
+            correcting = after_agent and (is_reaction(reading) or repeated)
             corrections += int(correcting)
             last_was_correction = correcting
-            escalated = escalated or bool(_ESCALATION.search(turn.content))
+            escalated = escalated or bool(ESCALATION.search(turn.content))
+            requests.append(frozenset(ranking.word_set(turn.content)))
             after_agent = False
         elif turn.role.strip().lower() in _AGENT_ROLES:
             after_agent = True
@@ -74,7 +88,8 @@ def sampled(org_id: str, user_id: str, session_id: str, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
-def _judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | None) -> dict[str, object]:
+def judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | None) -> dict[str, object]:
+    """The session verdict: the LLM's when one is given (and answers), the evidence rules' otherwise."""
     if llm is None or config is None or not turns:
         return judge_turns(turns)
     try:
@@ -85,60 +100,38 @@ def _judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | No
     return {**verdict.model_dump(mode="json"), "evaluation_name": "llm"}
 
 
-def _instructs(reading: object) -> bool:
+def _instructs(reading: Reading) -> bool:
     """A reply that tells the agent what to do or what not to offer re-steers it."""
-    return any(getattr(s, "kind", "") in {"instruction", "taste"} for s in getattr(reading, "signals", []))
+    return any(s.kind in {"instruction", "taste"} for s in reading.signals)
 
 
-def _unresolved_tool_failure(turns: list[InteractionRecord]) -> str | None:
-    """The name of a tool whose last call in the session failed, if any."""
-    last_status: dict[str, bool] = {}
+_SYSTEM = re.compile(r"\b(?:timeout|timed out|unavailable|5\d\d|internal|server error|crash)", re.I)
+
+
+def _unresolved_tool_failure(turns: list[InteractionRecord]) -> tuple[str, bool] | None:
+    """(name, the system broke) of a tool whose last call in the session failed, if any."""
+    last: dict[str, tuple[bool, bool]] = {}
     for turn in turns:
         for tool in turn.tools_used:
-            name = str(tool.get("tool_name", ""))
-            last_status[name] = failed(str(tool.get("status", "")), tool.get("tool_data"))
-    broken = [name for name, bad in last_status.items() if bad]
+            status = str(tool.get("status", ""))
+            last[str(tool.get("tool_name", ""))] = (
+                failed(status, tool.get("tool_data")),
+                bool(_SYSTEM.search(status)),
+            )
+    broken = [(name, system) for name, (bad, system) in last.items() if bad]
     return broken[0] if broken else None
 
 
 def _failure(
-    broken: str | None, ended_corrected: bool, escalated: bool, corrections: int
+    broken: tuple[str, bool] | None, ended_corrected: bool, escalated: bool, corrections: int
 ) -> tuple[str | None, str | None]:
     if broken:
-        return "wrong_tool", f"the last call to {broken!r} failed and was not recovered"
+        name, system = broken
+        if system:
+            return "system_error", f"the last call to {name!r} failed on the system's side"
+        return "wrong_tool", f"the last call to {name!r} failed and was not recovered"
     if escalated:
         return "wrong_answer", "the user asked for a human"
     if ended_corrected:
         return "wrong_answer", f"the session ended on a user correction ({corrections} in total)"
     return None, None
-
-
-def evaluate_session(
-    storage: Storage,
-    org_id: str,
-    user_id: str,
-    session_id: str,
-    *,
-    llm: LLM | None = None,
-    config: Config | None = None,
-) -> EvaluationRecord:
-    """Judge a session from its stored turns; the caller stores the record in its transaction.
-
-    With an LLM the judge prompt decides (against the org's success definition); without one,
-    or when the LLM fails, the evidence rules above do.
-    """
-    turns = storage.list_interactions(org_id, InteractionFilter(user_id=user_id, session_id=session_id))
-    requests = storage.list_requests(org_id, RequestFilter(session_id=session_id, user_id=user_id), limit=1)
-    agent_version = requests[0].agent_version if requests else ""
-    success = config.agent_success_config if config else None
-    use_llm = success is not None and sampled(org_id, user_id, session_id, success.sampling_rate)
-    result = _judged(turns, llm if use_llm else None, config)
-    result.update({"user_id": user_id, "session_id": session_id, "agent_version": agent_version})
-    return EvaluationRecord(
-        org_id=org_id,
-        kind="session",
-        user_id=user_id,
-        session_id=session_id,
-        agent_version=agent_version,
-        result=result,
-    )

@@ -19,14 +19,20 @@ __all__ = [
     "AggregateOutput",
     "AggregatedPlaybook",
     "BlockingIssueItem",
+    "DiagnosisItem",
     "ExtractOutput",
     "GateOutput",
+    "LearningVerdictItem",
+    "LearningVerdictsOutput",
     "MergeDecisionItem",
     "MergeOutput",
     "PlaybookItem",
     "ProfileItem",
+    "RevisionOutput",
     "RewriteOutput",
     "SessionEvaluationOutput",
+    "ShadowComparisonOutput",
+    "ShadowVerdictItem",
 ]
 
 TTL = Literal["one_day", "one_week", "one_month", "one_quarter", "one_year", "infinity"]
@@ -107,11 +113,60 @@ class SessionEvaluationOutput(BaseModel):
 
     is_success: bool
     failure_type: (
-        Literal["missing_tool", "wrong_tool", "insufficient_info_from_tool", "wrong_answer"] | None
+        Literal["system_error", "missing_tool", "wrong_tool", "insufficient_info_from_tool", "wrong_answer"]
+        | None
     ) = None
     failure_reason: str | None = None
     is_escalated: bool = False
     number_of_correction_per_session: int = Field(default=0, ge=0)
+
+
+class DiagnosisItem(BaseModel):
+    """Why an injected playbook helped or hurt (Reflexio's diagnosis)."""
+
+    category: Literal["content_defect", "application_failure", "external_failure", "no_issue", "unknown"]
+    reason: str = Field(min_length=1, max_length=4000)
+    evidence_interaction_ids: list[int] = Field(default_factory=list, max_length=20)
+
+
+class LearningVerdictItem(BaseModel):
+    """Relevance and impact of one learning given to one turn, by its ``learning_ref``."""
+
+    learning_ref: str = Field(min_length=1, max_length=2100)
+    is_relevant: bool
+    relevance_reason: str = Field(default="", max_length=2000)
+    impact: Literal["positive", "negative", "neutral"]
+    impact_reason: str = Field(default="", max_length=2000)
+    diagnosis: DiagnosisItem | None = None
+
+
+class LearningVerdictsOutput(BaseModel):
+    """One verdict per learning listed in the prompt."""
+
+    verdicts: list[LearningVerdictItem]
+
+
+class ShadowVerdictItem(BaseModel):
+    """Which of two answers to one turn is better (Reflexio's shadow comparison output)."""
+
+    interaction_id: int
+    better_request: Literal["1", "2", "tie"]
+    is_significantly_better: bool = False
+    comparison_reason: str | None = Field(default=None, max_length=2000)
+
+
+class ShadowComparisonOutput(BaseModel):
+    """One comparison per turn listed in the prompt."""
+
+    comparisons: list[ShadowVerdictItem]
+
+
+class RevisionOutput(BaseModel):
+    """A rewritten playbook that no longer fails the way its failure cases show (or none)."""
+
+    trigger: str | None = Field(default=None, max_length=1000)
+    content: str | None = Field(default=None, max_length=4000)
+    rationale: str = Field(default="", max_length=2000)
 
 
 class RewriteOutput(BaseModel):

@@ -233,7 +233,10 @@ def _similar(storage: Storage, window: Window, p: Proposal, vector: Vector | Non
         limit=SIMILAR_LIMIT * 2,
     )
     scored = [
-        (ranking.fused_score(c.vector_score, c.fts_norm), c.learning)
+        (
+            ranking.fused_score(c.vector_score, c.fts_norm, fts_best=c.fts_best, fts_floor=c.fts_floor),
+            c.learning,
+        )
         for c in storage.search_candidates(window.org_id, query)
     ]
     scored.sort(key=lambda pair: -pair[0])

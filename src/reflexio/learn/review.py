@@ -9,6 +9,11 @@ An agent playbook is proposed by aggregation (or added by hand) and then reviewe
 * ``rejected``: a reviewer refused it (or revoked an approval). Never served; not proposed
   again from the same evidence.
 * ``archived``: an approved version replaced by its approved revision; kept for history.
+* ``suspended``: reflection found it hurting in an org that requires approval, and stopped
+  serving it until a reviewer decides: approve puts it back (approved), reject rejects it.
+  A revision reflection proposes waits here too.
+* ``retired``: reflection stopped serving it because it hurt; reverting that action (not a
+  review action) brings it back.
 * ``deleted``: removed by a reviewer; only its history remains.
 
 Every reviewer action is checked here before anything is written: an action that makes no
@@ -48,6 +53,8 @@ class ReviewState(StrEnum):
     APPROVED = "approved"
     REJECTED = "rejected"
     ARCHIVED = "archived"
+    SUSPENDED = "suspended"
+    RETIRED = "retired"
     DELETED = "deleted"
 
 
@@ -61,11 +68,13 @@ class Action(StrEnum):
     DELETE = "delete"
 
 
-P, A, R, X, D = (
+P, A, R, X, S, T, D = (
     ReviewState.PENDING,
     ReviewState.APPROVED,
     ReviewState.REJECTED,
     ReviewState.ARCHIVED,
+    ReviewState.SUSPENDED,
+    ReviewState.RETIRED,
     ReviewState.DELETED,
 )
 
@@ -83,6 +92,10 @@ TRANSITIONS: Final[dict[tuple[ReviewState, Action], ReviewState]] = {
     (R, Action.REOPEN): P,
     (R, Action.DELETE): D,
     (X, Action.DELETE): D,
+    (S, Action.APPROVE): A,  # the reviewer overrules the evidence: served again
+    (S, Action.REJECT): R,  # the reviewer confirms it: never served again
+    (S, Action.DELETE): D,
+    (T, Action.DELETE): D,
 }
 
 _WHY_NOT: Final[dict[ReviewState, str]] = {
@@ -90,6 +103,8 @@ _WHY_NOT: Final[dict[ReviewState, str]] = {
     A: "it is already approved",
     R: "it is rejected",
     X: "it is archived: a newer approved version replaced it",
+    S: "it is suspended: approve or reject it",
+    T: "it was retired by reflection: revert that action to bring it back",
     D: "it was deleted",
 }
 
@@ -113,6 +128,10 @@ def state_of(approval: Approval | None, status: LearningStatus | None) -> Review
     """The review state of a stored row (``status`` None means the row no longer exists)."""
     if status is None:
         return D
+    if status is LearningStatus.SUSPENDED:
+        return S
+    if status is LearningStatus.RETIRED:
+        return T
     if status is not LearningStatus.CURRENT:
         return X
     return ReviewState((approval or Approval.PENDING).value)
@@ -120,7 +139,7 @@ def state_of(approval: Approval | None, status: LearningStatus | None) -> Review
 
 def approval_of(state: ReviewState) -> Approval:
     """The approval column for a live state (archived rows keep their last approval)."""
-    if state in (X, D):
+    if state in (X, S, T, D):
         raise ValueError(f"{state.value} is not a live review state")
     return Approval(state.value)
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from reflexio.filters import InteractionFilter
 from reflexio.jobs import JobContext
+from reflexio.learn.aggregation_trigger import delay_of
 from reflexio.learn.changes import Changes, apply_changes
 from reflexio.models.org_config import Config
 from reflexio.records import Audit, Bookmark, InteractionRecord
@@ -207,7 +208,7 @@ def run_extraction(
             job_id=job.id,
         )
         with ctx.effects(final=i == len(windows) - 1) as tx:
-            apply_changes(tx, job.org_id, changes, audit)
+            apply_changes(tx, job.org_id, changes, audit, aggregation_delay=delay_of(config))
             for extractor in window.extractors:
                 tx.put_bookmark(
                     Bookmark(

@@ -32,11 +32,13 @@ __all__ = [
     "BlockingIssueKind",
     "Citation",
     "CitationKind",
+    "EffectInterval",
     "EvaluationResultView",
     "Interaction",
     "InteractionData",
     "InteractionView",
     "LearningImpact",
+    "LearningImpactView",
     "OperationStatus",
     "PlaybookDiagnosis",
     "PlaybookStatus",
@@ -117,6 +119,9 @@ class Status(str, Enum):  # noqa: UP042 - a StrEnum member cannot have the value
     MERGED = "merged"  # tombstone: folded into a survivor (merged_into is set)
     SUPERSEDED = "superseded"  # tombstone: replaced by a newer version (superseded_by is set)
     EXPIRED = "expired"  # tombstone: its time to live ran out
+    # Additions: set by reflection on a learning that hurts (never in default listings).
+    SUSPENDED = "suspended"  # not served; waiting for a reviewer's decision
+    RETIRED = "retired"  # not served; stopped with a reason, revertible
 
 
 class OperationStatus(StrEnum):
@@ -318,6 +323,40 @@ class InteractionView(WireModel):
     retrieved_learnings: list[RetrievedLearning] = Field(default_factory=list)
 
 
+class EffectInterval(WireModel):
+    """An estimate with its 95 % interval (``low``/``high`` absent when it cannot be computed)."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    sessions: int = 0
+    users: int = 0
+
+
+class LearningImpactView(WireModel):
+    """A learning's record in production (our addition): exposures, outcomes, effect.
+
+    ``help_rate`` is the share of its judged sessions it helped (helped / (helped + hurt)), with
+    a Wilson interval; ``lift`` is the success rate of sessions it was served in minus that of
+    sessions the holdout withheld it from, with a 95 % interval clustered by user.
+    """
+
+    kind: Literal["profile", "user_playbook", "agent_playbook"]
+    learning_id: str
+    sessions_served: int = 0
+    sessions_withheld: int = 0
+    helped: int = 0
+    hurt: int = 0
+    neutral: int = 0
+    unjudged: int = 0
+    users_served: int = 0
+    success_rate_served: float | None = None
+    success_rate_withheld: float | None = None
+    help_rate: EffectInterval | None = None
+    lift: EffectInterval | None = None
+    last_served_at: int | None = None
+
+
 class ProfileView(WireModel):
     """A user profile fact as responses show it; ``score`` is set on search results only."""
 
@@ -336,6 +375,7 @@ class ProfileView(WireModel):
     source_interaction_ids: list[int] = Field(default_factory=list)
     tags: TagList = Field(default_factory=list)
     score: float | None = None  # addition: relevance of a search hit
+    impact: LearningImpactView | None = None  # addition: its record in production
 
 
 class UserPlaybookView(WireModel):
@@ -357,6 +397,7 @@ class UserPlaybookView(WireModel):
     source_span: str | None = None
     tags: TagList = Field(default_factory=list)
     score: float | None = None  # addition: relevance of a search hit
+    impact: LearningImpactView | None = None  # addition: its record in production
 
 
 class AgentPlaybookView(WireModel):
@@ -375,6 +416,7 @@ class AgentPlaybookView(WireModel):
     status: Status | None = None
     tags: TagList = Field(default_factory=list)
     score: float | None = None  # addition: relevance of a search hit
+    impact: LearningImpactView | None = None  # addition: its record in production
 
 
 class EvaluationResultView(WireModel):

@@ -7,8 +7,8 @@ unknown keys at every level; :meth:`Config.from_stored` is the lenient loader fo
 written by other versions. Reads go out through :meth:`Config.masked`, and writes come back
 through :meth:`Config.merge_update`, which restores the secrets a round trip carried masked.
 
-Our additions are marked as such: ``session_idle_seconds``, ``search_threshold`` and
-``approval_required``.
+Our additions are marked as such: ``session_idle_seconds``, ``search_threshold``,
+``approval_required``, ``holdout_rate``, ``holdout_kinds`` and ``reflection_policy``.
 """
 
 import functools
@@ -45,6 +45,7 @@ __all__ = [
     "PlaybookOptimizerConfig",
     "ProfileExtractorConfig",
     "ProviderKeyConfig",
+    "ReflectionPolicy",
     "RetrievalExperimentConfig",
     "RetrievalExperimentRecord",
     "RetrievalFloorConfig",
@@ -299,6 +300,16 @@ class PlaybookAggregatorConfig(_Strict):
     reaggregation_trigger_count: int = Field(default=2, ge=1)
     clustering_similarity: float | None = Field(default=None, ge=0.0, le=1.0)  # None = model's
     direction_overlap_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    # --- Our additions ---
+    # Distinct users a lesson needs before it becomes an agent playbook: one person's
+    # preference never becomes a rule for everyone.
+    min_users: int = Field(default=2, ge=1)
+    # New agent playbooks taught by at least this many distinct users are approved at once
+    # (None: every one waits for a reviewer). ``approval_required`` overrides it.
+    auto_approve_min_users: int | None = Field(default=None, ge=1)
+    # Seconds between the last change of a scope's user playbooks and its aggregation run:
+    # a burst of learning is one run.
+    delay_seconds: float = Field(default=10.0, ge=0.0, le=86_400.0)
 
     @model_validator(mode="before")
     @classmethod
@@ -499,6 +510,31 @@ class PendingToolCallConfig(_Strict):
     tool_overrides: dict[str, PendingToolCallToolOverrideConfig] = Field(default_factory=dict)
 
 
+class ReflectionPolicy(_Strict):
+    """When evaluation acts on a learning (our addition; every action is audited and reversible).
+
+    Harm is *established* when a learning was served in at least ``min_negative_sessions``
+    judged sessions that it hurt, and the sessions it helped are at most
+    ``max_positive_share`` of the helped and hurt ones (no offsetting positives); or when its
+    holdout lift (served minus withheld success rate, 95 % interval clustered by user) lies
+    entirely below zero with at least ``min_holdout_sessions`` sessions in each arm. Such a
+    learning stops being served: retired, or suspended for a reviewer when the org has
+    ``approval_required``. A learning whose help outweighs its harm, or whose lift interval
+    lies above zero, is never retired.
+    """
+
+    enabled: bool = True
+    min_negative_sessions: int = Field(default=3, ge=1)
+    max_positive_share: float = Field(default=0.25, ge=0.0, lt=0.5)
+    min_holdout_sessions: int = Field(default=20, ge=2)
+    # With an LLM: propose a pending revision of a hurting playbook from its failure cases.
+    propose_revisions: bool = True
+
+
+HoldoutKind = Literal["profile", "user_playbook", "agent_playbook"]
+_HOLDOUT_KINDS: Final[tuple[HoldoutKind, ...]] = ("user_playbook", "agent_playbook")
+
+
 class ExtractionPreset(StrEnum):
     """Named window/stride pairs for common conversation shapes."""
 
@@ -544,6 +580,7 @@ _NULL_MEANS_DEFAULT: Final = (
     "governance_retention",
     "pending_tool_call_config",
     "retrieval_floor",
+    "reflection_policy",
 )
 
 # Changed only through their own lifecycle routes, so a full write that omits them keeps them.
@@ -617,6 +654,13 @@ class Config(_Strict):
     # Nothing is served to every user without a human approving it: search serves approved
     # agent playbooks only, whatever the request's agent_playbook_status_filter asks.
     approval_required: bool = False
+    # Per-learning exposure holdout: the share of sessions from which an eligible learning is
+    # withheld (hashed per learning and session, every decision recorded), so its causal
+    # effect on outcomes can be measured. 0 turns it off. Profiles are facts the user stated
+    # and are not withheld by default; behaviour rules are.
+    holdout_rate: float = Field(default=0.05, ge=0.0, le=0.5)
+    holdout_kinds: list[HoldoutKind] = Field(default_factory=lambda: list(_HOLDOUT_KINDS))
+    reflection_policy: ReflectionPolicy = Field(default_factory=ReflectionPolicy)
 
     @model_validator(mode="before")
     @classmethod

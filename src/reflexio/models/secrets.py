@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MASK", "mask_secret", "mask_secrets", "mask_url", "restore_masked_secrets"]
+__all__ = ["MASK", "is_secret_field", "mask_secret", "mask_secrets", "mask_url", "restore_masked_secrets"]
 
 MASK: Final = "****"
 
@@ -28,6 +28,11 @@ _URL_KEYS: Final = frozenset(
 )
 _PASSWORD_PARAM: Final = re.compile(r"(?i)(password=)([^&\s]+)")
 _SHORTEST_SECRET_WITH_HINT: Final = 12
+
+
+def is_secret_field(key: str) -> bool:
+    """Whether a config field of this name holds a secret (or a list of them) as a whole."""
+    return key in _SECRET_KEYS or key in _SECRET_LIST_KEYS
 
 
 def mask_secret(secret: str) -> str:

@@ -19,6 +19,7 @@ from reflexio.service.core import Core
 
 __all__ = [
     "KEY_PREFIX",
+    "active_key",
     "authenticate",
     "create_key",
     "hash_key",
@@ -117,3 +118,11 @@ def authenticate(core: Core, bearer: str) -> str | None:
     """The org a presented key belongs to, or None when it is unknown or revoked."""
     found = identify(core, bearer)
     return found.org_id if found is not None else None
+
+
+def active_key(core: Core, org_id: str, key_id: int) -> ApiKeyRecord | None:
+    """The org's key with this id while it is active (a dashboard session names its key by id)."""
+    for key in core.storage.list_api_keys(org_id):
+        if key.id == key_id:
+            return key if key.revoked_at is None else None
+    return None

@@ -36,12 +36,13 @@ def audit(actor: str, reason: str) -> Audit:
 
 
 def listed(
-    core: Core, org_id: str, where: LearningFilter, query: str | None, limit: int
+    core: Core, org_id: str, where: LearningFilter, query: str | None, limit: int, *, collapse: bool = True
 ) -> list[tuple[Learning, float | None]]:
     """Rows matching ``where``: the newest first, or ranked by relevance when a query is given.
 
     A query goes through the same ranking as search (threshold included), so a "get" with a
-    query never returns rows that search would call irrelevant.
+    query never returns rows that search would call irrelevant; ``collapse=False`` keeps
+    near-duplicates (``search.Plan.collapse``).
     """
     if not query or not query.strip():
         return [(row, None) for row in core.storage.list_learnings(org_id, where, limit=limit)]
@@ -51,6 +52,7 @@ def listed(
         filters=(where,),
         top_k=limit,
         threshold=search.DEFAULT_THRESHOLD if configured is None else configured,
+        collapse=collapse,
     )
     return [(row, score) for row, score in search.rank(core, org_id, plan).hits[0]]
 

@@ -36,7 +36,7 @@ from reflexio.models import (
     UpdateUserPlaybookResponse,
 )
 from reflexio.records import Approval, LearningKind, LearningStatus
-from reflexio.service import review, views
+from reflexio.service import impact, review, views
 from reflexio.service.core import Core
 from reflexio.service.learning_access import (
     audit,
@@ -102,7 +102,10 @@ def get_user_playbooks(core: Core, org_id: str, req: GetUserPlaybooksRequest) ->
     )
     hits = listed(core, org_id, where, req.query, req.limit or 100)
     return GetUserPlaybooksViewResponse(
-        success=True, user_playbooks=[views.user_playbook_view(r, s) for r, s in hits]
+        success=True,
+        user_playbooks=impact.with_impacts(
+            core.storage, org_id, [views.user_playbook_view(r, s) for r, s in hits]
+        ),
     )
 
 
@@ -181,7 +184,10 @@ def get_agent_playbooks(
     )
     hits = listed(core, org_id, where, req.query, req.limit or 100)
     return GetAgentPlaybooksViewResponse(
-        success=True, agent_playbooks=[views.agent_playbook_view(r, s) for r, s in hits]
+        success=True,
+        agent_playbooks=impact.with_impacts(
+            core.storage, org_id, [views.agent_playbook_view(r, s) for r, s in hits]
+        ),
     )
 
 

@@ -33,7 +33,7 @@ from reflexio.models import (
     UpdateUserProfileResponse,
 )
 from reflexio.records import Learning, LearningEvent, LearningKind, LearningStatus, now
-from reflexio.service import search, views
+from reflexio.service import impact, search, views
 from reflexio.service.core import Core
 from reflexio.service.learning_access import audit, bulk_delete, delete_one, find_one, listed
 
@@ -111,7 +111,8 @@ def get_profiles(core: Core, org_id: str, req: GetUserProfilesRequest) -> GetPro
         updated_before=views.epoch(req.end_time),
     )
     hits = _with_ttl(core, org_id, where, req.query, req.top_k or 30, req.profile_time_to_live)
-    return GetProfilesViewResponse(success=True, user_profiles=[views.profile_view(r, s) for r, s in hits])
+    listed = impact.with_impacts(core.storage, org_id, [views.profile_view(r, s) for r, s in hits])
+    return GetProfilesViewResponse(success=True, user_profiles=listed)
 
 
 def get_all_profiles(core: Core, org_id: str, q: AllProfilesQuery) -> GetProfilesViewResponse:
@@ -133,7 +134,8 @@ def get_all_profiles(core: Core, org_id: str, q: AllProfilesQuery) -> GetProfile
         updated_before=None if on_created else q.end_time,
     )
     hits = _with_ttl(core, org_id, where, q.query, q.limit, q.profile_time_to_live)
-    return GetProfilesViewResponse(success=True, user_profiles=[views.profile_view(r, s) for r, s in hits])
+    listed = impact.with_impacts(core.storage, org_id, [views.profile_view(r, s) for r, s in hits])
+    return GetProfilesViewResponse(success=True, user_profiles=listed)
 
 
 def _with_ttl(

@@ -40,6 +40,7 @@ __all__ = [
     "enqueue_extraction",
     "extractors_of",
     "finalize_session",
+    "idle_job",
     "learning_status",
     "publish",
     "wait_for_learning",
@@ -139,6 +140,7 @@ def _store(
         agent_version=req.agent_version or DEFAULT_AGENT_VERSION,
         created_at=min((i.created_at for i in req.interaction_data_list), default=int(now())),
         payload_hash=digest,
+        skip_aggregation=req.skip_aggregation,
     )
     turns = [
         views.interaction_record(org_id, request_id, req.user_id, req.session_id, item)
@@ -208,17 +210,33 @@ def extraction_job(
     )
 
 
+def idle_job(
+    org_id: str,
+    user_id: str,
+    session_id: str,
+    agent_version: str,
+    *,
+    run_at: float,
+    request_id: str | None = None,
+) -> Job:
+    """The session's evaluation job (one queued per session: enqueue it with ``debounce``)."""
+    return Job(
+        org_id=org_id,
+        task=EVALUATE_SESSION,
+        key=f"{user_id}:{session_id}",
+        payload={"user_id": user_id, "session_id": session_id, "agent_version": agent_version},
+        run_at=run_at,
+        request_id=request_id,
+    )
+
+
 def _idle_job(config: Config, record: RequestRecord) -> Job:
     """The session-idle evaluation: a debounced timer that each publish pushes back."""
-    return Job(
-        org_id=record.org_id,
-        task=EVALUATE_SESSION,
-        key=f"{record.user_id}:{record.session_id}",
-        payload={
-            "user_id": record.user_id,
-            "session_id": record.session_id,
-            "agent_version": record.agent_version,
-        },
+    return idle_job(
+        record.org_id,
+        record.user_id,
+        record.session_id,
+        record.agent_version,
         run_at=now() + config.session_idle_seconds,
         request_id=record.request_id,
     )

@@ -6,7 +6,9 @@ one) is a 409 naming the current state. Decisions are written as a compare-and-s
 approval column — the row changes only if it is still in the state the decision was made
 from — so of two reviewers deciding at once exactly one wins on every backend; the other gets
 a 409 saying what the winner decided. Each action is a history event naming who (the API key,
-or ``local``) and the reviewer's note.
+or ``local``) and the reviewer's note; a refused action is a history event too (``refused``,
+with the action tried and the state that refused it), so when two reviewers race the history
+shows both attempts.
 
 A rejection is a committed column change that search filters on before ranking, so the next
 search in any process no longer serves the playbook.
@@ -20,13 +22,15 @@ from reflexio.errors import NotFoundError
 from reflexio.filters import LearningFilter
 from reflexio.learn.review import Action, IllegalTransition, ReviewState, approval_of, state_of, step
 from reflexio.models import PlaybookStatus
-from reflexio.records import Audit, Learning, LearningKind
+from reflexio.records import Approval, Audit, Learning, LearningEvent, LearningKind, LearningStatus
 from reflexio.service.core import Core
 from reflexio.storage import Storage
 
-__all__ = ["ACTION_OF_STATUS", "current_state", "review"]
+__all__ = ["ACTION_OF_STATUS", "REFUSED", "current_state", "review"]
 
 AGENT = LearningKind.AGENT_PLAYBOOK
+#: The history event of an action the playbook's state refused.
+REFUSED = "refused"
 
 #: The review action a wire ``playbook_status`` asks for.
 ACTION_OF_STATUS = {
@@ -45,8 +49,9 @@ def current_state(storage: Storage, org_id: str, playbook_id: int) -> tuple[Lear
     rows = storage.get_learnings(org_id, LearningFilter(kinds=(AGENT,), ids=(playbook_id,)))
     if rows:
         return rows[0], state_of(rows[0].approval, rows[0].status)
-    history = storage.list_events(org_id, learning_ids=[playbook_id], kinds=[AGENT.value], limit=1)
-    if history and history[0].event == "deleted":
+    history = storage.list_events(org_id, learning_ids=[playbook_id], kinds=[AGENT.value], limit=100)
+    changes = [e for e in history if e.event != REFUSED]  # refused attempts changed nothing
+    if changes and changes[0].event == "deleted":
         return None, ReviewState.DELETED
     raise NotFoundError(f"agent playbook {playbook_id} not found")
 
@@ -77,8 +82,28 @@ def review(
     Raises:
         NotFoundError: No such agent playbook in the org.
         IllegalTransition: The action is not allowed from the current state, or the state
-            changed since the reviewer saw it (HTTP 409 naming the current state).
+            changed since the reviewer saw it (HTTP 409 naming the current state); the
+            refusal is written to the playbook's history.
     """
+    try:
+        return _apply(core, org_id, playbook_id, action, actor=actor, note=note, expected=expected, text=text)
+    except IllegalTransition as refused:
+        # Outside the rolled-back transaction: the attempt is history even though it changed nothing.
+        core.storage.add_events([_refusal(org_id, playbook_id, action, refused, actor=actor, note=note)])
+        raise
+
+
+def _apply(
+    core: Core,
+    org_id: str,
+    playbook_id: int,
+    action: Action,
+    *,
+    actor: str,
+    note: str | None,
+    expected: ReviewState | None,
+    text: dict[str, Any] | None,
+) -> ReviewState:
     with core.storage.transaction() as tx:
         row, current = current_state(tx, org_id, playbook_id)
         done = step(playbook_id, current, action, expected=expected)
@@ -98,12 +123,33 @@ def review(
         if action is Action.DELETE:
             changed = tx.delete_learnings(org_id, where, audit)
         else:
-            changed = len(tx.update_learnings(org_id, where, {"approval": approval_of(done.after)}, audit))
+            changes: dict[str, Any] = {"approval": approval_of(done.after)}
+            if done.before is ReviewState.SUSPENDED:  # a decision on a suspension ends it
+                changes["status"] = LearningStatus.CURRENT
+            changed = len(tx.update_learnings(org_id, where, changes, audit))
+            if changed and action is Action.APPROVE:
+                _archive_revised(tx, org_id, playbook_id, audit)
     if not changed:  # another reviewer changed the row between our read and our write
         _, now_state = current_state(core.storage, org_id, playbook_id)
         reason = f"it is {now_state.value} now (someone else changed it first)"
         raise IllegalTransition(playbook_id, action, now_state, reason)
     return done.after
+
+
+def _archive_revised(tx: Storage, org_id: str, playbook_id: int, audit: Audit) -> None:
+    """An approved revision replaces the approved version it revises: that one is archived
+    (``superseded`` by the revision), its history kept, and leaves retrieval."""
+    proposals = tx.get_proposals(org_id, [playbook_id])
+    revised = proposals[0].revises_id if proposals else None
+    if revised is None:
+        return
+    where = LearningFilter(
+        kinds=(AGENT,), ids=(revised,), statuses=(LearningStatus.CURRENT,), approvals=(Approval.APPROVED,)
+    )
+    why = Audit(actor=audit.actor, reason=f"replaced by its approved revision {playbook_id}")
+    tx.update_learnings(
+        org_id, where, {"status": LearningStatus.SUPERSEDED, "superseded_by": playbook_id}, why
+    )
 
 
 _DONE = {
@@ -113,6 +159,22 @@ _DONE = {
     Action.REWRITE: "rewritten",
     Action.DELETE: "deleted",
 }
+
+
+def _refusal(
+    org_id: str, playbook_id: int, action: Action, refused: IllegalTransition, *, actor: str, note: str | None
+) -> LearningEvent:
+    """The history entry of a refused action: what was tried, by whom, and why it was refused."""
+    return LearningEvent(
+        org_id=org_id,
+        learning_id=playbook_id,
+        kind=AGENT,
+        event=REFUSED,
+        actor=actor,
+        reason=f"{refused.message}: {note}" if note else refused.message,
+        before={"state": refused.current.value},
+        after={"action": action.value},
+    )
 
 
 def _reason(action: Action, note: str | None) -> str:

@@ -37,7 +37,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import standing, views
+from reflexio.service import exposure, standing, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -85,6 +85,9 @@ class Plan:
     fusion: str = "calibrated"
     #: How far a strong hit lifts the learnings extracted from its request (0 turns it off).
     cohesion: float = ranking.COHESION_WEIGHT
+    #: Whether near-duplicates fold into the best of them: an agent wants distinct lessons, a
+    #: reviewer weighing evidence wants every user who taught the same one.
+    collapse: bool = True
     #: Per filter of ``filters``: the scope of the standing learnings served whatever the
     #: query (None: none for that filter).
     standing: tuple[LearningFilter | None, ...] = ()
@@ -169,7 +172,13 @@ def _arm_counts(candidates: Sequence[Candidate]) -> dict[str, int]:
 def _score(candidate: Candidate, plan: Plan) -> float:
     if plan.fusion == "rrf":
         return ranking.rrf_scores([(candidate.vector_rank, candidate.fts_rank)], weights=plan.weights)[0]
-    return ranking.fused_score(candidate.vector_score, candidate.fts_norm, plan.weights)
+    return ranking.fused_score(
+        candidate.vector_score,
+        candidate.fts_norm,
+        plan.weights,
+        fts_best=candidate.fts_best,
+        fts_floor=candidate.fts_floor,
+    )
 
 
 def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, float]]:
@@ -194,6 +203,8 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
         ((row, s) for (row, _), s in zip(pool, lifted, strict=True)),
         key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id),
     )
+    if not plan.collapse:
+        return [(row, round(s, 6)) for row, s in pool[: plan.top_k]]
     kept = ranking.collapse_near_duplicates(
         pool, [row.search_text for row, _ in pool], [row.embedding for row, _ in pool], keep=plan.top_k
     )
@@ -308,7 +319,12 @@ def unified_filters(
 
 
 def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
-    """Unified search: the few learnings that matter for this query, per kind, scored."""
+    """Unified search: the few learnings that matter for this query, per kind, scored.
+
+    A user in the holdout arm of a running retrieval experiment gets nothing; otherwise the
+    per-learning holdout may withhold some learnings from this session (``service.exposure``),
+    and every learning served or withheld is recorded for the session.
+    """
     started = time.perf_counter()
     with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": req.top_k}):
         out = _unified(core, org_id, req)
@@ -317,6 +333,10 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
 
 
 def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
+    config = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE)
+    experiment = exposure.assignment(config, req.user_id, required=True)
+    if experiment is not None and experiment.arm == "holdout":
+        return UnifiedSearchViewResponse(success=True, degraded=False, experiment=experiment)
     named = unified_filters(
         req, int(now()), _served_approvals(core, org_id, req.agent_playbook_status_filter)
     )
@@ -324,22 +344,28 @@ def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearc
     if req.session_id and not req.include_already_served:
         exclude = frozenset(core.storage.list_exposures(org_id, req.session_id))
     query = _reformulated(core, org_id, req) if req.enable_reformulation else req.query
+    holdout = exposure.Holdout.of(org_id, config, req.session_id, req.user_id)
+    top_k = req.top_k or 5
     plan = Plan(
         text=query,
         filters=tuple(f for _, f in named),
-        top_k=req.top_k or 5,
+        top_k=top_k + (exposure.SPARE if holdout.active else 0),
         threshold=_threshold(core, org_id, req.threshold),
         mode=SearchMode(req.search_mode),
         exclude=exclude,
-        max_tokens=req.max_tokens,
+        max_tokens=None if holdout.active else req.max_tokens,
         standing=tuple(standing.scope(f, req) for _, f in named),
     )
     ranked = rank(core, org_id, plan) if named else Ranked(hits=[], mode_effective=plan.mode)
+    ranked.hits = [holdout.serve(hits, top_k) for hits in ranked.hits]
+    if holdout.active and req.max_tokens is not None:
+        ranked.hits = _pack(ranked.hits, req.max_tokens)
     out = UnifiedSearchViewResponse(
         success=True,
         degraded=ranked.degraded,
         search_mode_effective=ranked.mode_effective.value,
         reformulated_query=query if query != req.query else None,
+        experiment=experiment,
     )
     for (entity, _), hits in zip(named, ranked.hits, strict=True):
         if entity == "profiles":
@@ -349,8 +375,7 @@ def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearc
         else:
             out.agent_playbooks = [views.agent_playbook_view(row, s) for row, s in hits]
     if req.session_id:
-        served = [(row.kind.value, row.wire_id) for hits in ranked.hits for row, _ in hits]
-        core.storage.add_exposures(org_id, req.session_id, served)
+        core.storage.record_exposures(holdout.decisions)
     return out
 
 

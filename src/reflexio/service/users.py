@@ -19,9 +19,16 @@ from pydantic import Field
 
 from reflexio.errors import ValidationError
 from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
-from reflexio.models import ClearUserDataRequest, ClearUserDataResponse, ExportUserDataResponse
+from reflexio.models import (
+    ClearUserDataRequest,
+    ClearUserDataResponse,
+    ExportUserDataResponse,
+    GetSessionOutcomesRequest,
+    LearningImpactView,
+    SessionOutcomeRecord,
+)
 from reflexio.records import EvaluationRecord, LearningEvent, LearningKind, RequestRecord
-from reflexio.service import views
+from reflexio.service import impact, outcomes, views
 from reflexio.service.core import Core
 
 __all__ = ["UserExport", "clear_user_data", "export_user_data"]
@@ -39,6 +46,8 @@ class UserExport(ExportUserDataResponse):
     """``ExportUserDataResponse`` plus the history of the user's learnings (who changed what, why)."""
 
     learning_history: list[dict[str, Any]] = Field(default_factory=list)
+    learning_impacts: list[LearningImpactView] = Field(default_factory=list)
+    session_outcomes: list[SessionOutcomeRecord] = Field(default_factory=list)
 
 
 def clear_user_data(core: Core, org_id: str, req: ClearUserDataRequest) -> ClearUserDataResponse:
@@ -79,6 +88,12 @@ def export_user_data(core: Core, org_id: str, user_id: str) -> UserExport:
             core, org_id, user_id, "learning", views.learning_evaluation
         ),
         learning_history=[_event_dict(e) for e in reversed(events)],
+        learning_impacts=list(
+            impact.impacts(storage, org_id, [impact.ref_of(r) for r in learnings]).values()
+        ),
+        session_outcomes=outcomes.get_session_outcomes(
+            core, org_id, GetSessionOutcomesRequest(user_id=user_id, top_k=1000, include_history=True)
+        ).session_outcomes,
     )
 
 

@@ -16,16 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reflexio.jobs import Handler, JobContext, WorkerPool
-from reflexio.learn import evaluate
+from reflexio.learn.aggregation_trigger import AGGREGATE
 from reflexio.learn.changes import Changes
 from reflexio.learn.pipeline import learn_window
 from reflexio.learn.rules.triage import teaches_now
-from reflexio.learn.usage import metered
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.records import InteractionRecord, Job
-from reflexio.service import maintenance, publish
+from reflexio.service import judgement, maintenance, publish, reflection
+from reflexio.service.aggregation import aggregation_handler
 from reflexio.service.core import Core
-from reflexio.service.learners import learner_for, org_llm
+from reflexio.service.learners import learner_for
 from reflexio.service.rerun import RERUN, rerun_handler
 
 __all__ = ["announce_ready", "handlers", "start_pool"]
@@ -53,23 +53,24 @@ def _teaches(tail: Sequence[InteractionRecord], before: Sequence[InteractionReco
 
 
 def _evaluate_session(core: Core) -> Handler:
+    """The session-idle job: learn from the session's last turns, judge it, act on the verdicts.
+
+    The model calls run before the transaction; the verdicts, the reflection actions they
+    lead to and the job's completion commit together (see ``service.judgement``).
+    """
+
     def handle(ctx: JobContext) -> None:
         payload = ctx.job.payload
         org_id, user_id, session_id = ctx.job.org_id, str(payload["user_id"]), str(payload["session_id"])
         config = core.org_config(org_id)
-        llm = org_llm(core, config)
-        judged = evaluate.evaluate_session(
-            core.storage,
-            org_id,
-            user_id,
-            session_id,
-            llm=metered(llm, core.storage, org_id, ctx.job.id) if llm else None,
-            config=config,
-        )
+        judged = judgement.judge(core, org_id, user_id, session_id, job_id=ctx.job.id)
         with ctx.effects() as tx:
             if publish.extractors_of(config):
                 publish.enqueue_extraction(tx, [publish.extraction_job(org_id, user_id, flush=True)])
-            tx.add_evaluations([judged])
+            if judged.session is not None:
+                judgement.write(tx, judged)
+                reflection.reflect(tx, core, judged, config, job_id=ctx.job.id)
+            # integrations: an "evaluation finished" event for (org_id, user_id, session_id) belongs here.
 
     return handle
 
@@ -104,6 +105,8 @@ def handlers(core: Core) -> dict[str, Handler]:
         publish.EVALUATE_SESSION: _evaluate_session(core),
         RERUN: rerun_handler(core),
         REEMBED: _reembed(core),
+        reflection.REVISE: reflection.revise_handler(core),
+        AGGREGATE: aggregation_handler(core),
         maintenance.EXPIRE: maintenance.expire_handler(core),
         maintenance.LINEAGE_GC: maintenance.lineage_gc_handler(core),
     }

@@ -97,3 +97,8 @@ class Connector(Protocol):
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
         """Full-text and vector candidates per filter of ``query``, filtered before ranking."""
         ...
+
+    def warm_search(self) -> None:
+        """Prepare whatever search needs in this process, so the first search costs what the
+        hundredth does (a server calls it before it takes requests)."""
+        ...

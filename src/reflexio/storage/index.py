@@ -21,7 +21,8 @@ are compacted (and re-clustered) when too many positions are dead or unclustered
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ import numpy.typing as npt
 from reflexio import ranking
 from reflexio.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector
-from reflexio.storage.postings import Codes, Positions, Postings, intersect, isin, top
+from reflexio.storage.postings import Codes, Forward, Positions, Postings, Selection, isin, top
 
 __all__ = ["Hit", "IndexRow", "LearningIndex"]
 
@@ -145,6 +146,8 @@ class Hit:
     fts_rank: int | None
     vector_score: float | None
     vector_rank: int | None
+    fts_best: float | None = None
+    fts_floor: float = 0.0
 
     def candidate(self, learning: Learning, filter_index: int) -> Candidate:
         """This hit as the storage protocol's ``Candidate``, carrying its row."""
@@ -156,6 +159,8 @@ class Hit:
             fts_rank=self.fts_rank,
             vector_score=self.vector_score,
             vector_rank=self.vector_rank,
+            fts_best=self.fts_best,
+            fts_floor=self.fts_floor,
         )
 
 
@@ -182,7 +187,7 @@ class LearningIndex:
         self._profile_pos: dict[str, int] = {}
         self._terms: dict[str, Postings] = {}
         self._df: dict[str, int] = {}
-        self._forward: list[tuple[str, ...]] = []
+        self._forward = Forward()
         self._tag_pos: dict[str, list[int]] = {}
         self._scoped: dict[tuple[str, ...], dict[int, Positions]] = {cols: {} for cols in _SCOPES}
         self._users, self._versions, self._names = Codes(), Codes(), Codes()
@@ -397,10 +402,10 @@ class LearningIndex:
         for arr in c.values():
             arr[: len(order)] = arr[order]
         live_dims = set(np.unique(c["dim"][order]).tolist())
-        self._vectors = {dim: v for dim, v in self._vectors.items() if dim in live_dims}
-        for vectors in self._vectors.values():
-            vectors[: len(order)] = vectors[order]
-        self._forward = [self._forward[i] for i in order]
+        self._vectors = {  # new arrays, not permuted in place: a frozen state may refer to these
+            dim: _with_rows(v, order, self._cap) for dim, v in self._vectors.items() if dim in live_dims
+        }
+        self._forward = self._forward.reordered(order.tolist())
         for term in list(self._terms):
             pos, tf = self._terms[term].arrays()
             new = remap[pos]
@@ -420,52 +425,176 @@ class LearningIndex:
         self._n = self._clustered = len(order)
         self._index_scopes()
 
+    # -- snapshots ----------------------------------------------------------------------------
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """Everything the index holds, as flat arrays that ``from_state`` rebuilds it from.
+
+        For snapshots on disk (``storage.index_file``): arrays only, strings as JSON bytes,
+        so a snapshot loads without unpickling anything.
+        """
+        return self.freeze()()
+
+    def freeze(self) -> Callable[[], dict[str, npt.NDArray[Any]]]:
+        """``state()`` as of now, to be computed later without holding the index still.
+
+        What changes in place (the columns, the tag and profile maps) is copied here, which is
+        cheap; the rest (vectors, postings, term lists) is never changed in place below the
+        current size, compaction included, so it is only referenced. A snapshot taken in the
+        background thus holds the caller's lock for milliseconds, not for the whole write.
+        """
+        n = self._n
+        columns = {f"col.{name}": arr[:n].copy() for name, arr in self._c.items()}
+        vectors = {f"vec.{dim}": matrix[:n] for dim, matrix in self._vectors.items()}
+        postings = {term: p.arrays() for term, p in self._terms.items()}
+        df = [self._df.get(term, 0) for term in postings]
+        forward = self._forward
+        tags = {t: list(positions) for t, positions in self._tag_pos.items()}
+        profiles = dict(self._profile_pos)
+        codes = [codes.values() for codes in self._codes()]
+        sizes = np.asarray([n, self._live_count, self._clustered], dtype=np.int64)
+        total_len = np.asarray([self._total_len], dtype=np.float64)
+
+        def arrays() -> dict[str, npt.NDArray[Any]]:
+            names = list(postings)
+            out: dict[str, npt.NDArray[Any]] = {**columns, **vectors}
+            out["terms"] = _json_bytes(names)
+            out["term.df"] = np.asarray(df, dtype=np.int64)
+            out["term.ends"] = np.cumsum([len(pos) for pos, _ in postings.values()], dtype=np.int64)
+            out["term.pos"] = np.concatenate([pos for pos, _ in postings.values()]) if names else _EMPTY
+            out["term.tf"] = (
+                np.concatenate([tf for _, tf in postings.values()]) if names else np.empty(0, np.float32)
+            )
+            number = {term: i for i, term in enumerate(names)}
+            out["forward.terms"], out["forward.ends"] = forward.packed(number, n)
+            out["tags"] = _json_bytes(list(tags))
+            out["tag.ends"] = np.cumsum([len(p) for p in tags.values()], dtype=np.int64)
+            out["tag.pos"] = np.asarray([p for ps in tags.values() for p in ps], dtype=np.int64)
+            out["profiles"] = _json_bytes(list(profiles))
+            out["profile.pos"] = np.asarray(list(profiles.values()), dtype=np.int64)
+            out["codes"] = _json_bytes(codes)
+            out["sizes"], out["total_len"] = sizes, total_len
+            return out
+
+        return arrays
+
+    @classmethod
+    def from_state(cls, state: dict[str, npt.NDArray[Any]]) -> LearningIndex:
+        """The index ``state()`` was taken of."""
+        n, live_count, clustered = (int(x) for x in state["sizes"])
+        index = cls()
+        if n:  # the arrays are taken over as they are: the first append grows them
+            index._c = {name: state[f"col.{name}"] for name in _COLUMNS}
+            index._vectors = {int(key[4:]): m for key, m in state.items() if key.startswith("vec.")}
+            index._cap = n
+        index._n, index._live_count, index._clustered = n, live_count, clustered
+        index._total_len = float(state["total_len"][0])
+        names = _from_json_bytes(state["terms"])
+        pos, tf = state["term.pos"], state["term.tf"]
+        starts = np.concatenate([[0], state["term.ends"][:-1]]).astype(np.int64)
+        for term, a, b, df in zip(
+            names, starts.tolist(), state["term.ends"].tolist(), state["term.df"].tolist(), strict=True
+        ):
+            index._terms[term] = Postings(pos[a:b], tf[a:b])
+            if df:
+                index._df[term] = df
+        index._forward = Forward(state["forward.terms"], state["forward.ends"], names)
+        tags = _from_json_bytes(state["tags"])
+        tagged = np.split(state["tag.pos"], state["tag.ends"][:-1]) if tags else []
+        index._tag_pos = {t: p.tolist() for t, p in zip(tags, tagged, strict=True)}
+        index._profile_pos = dict(
+            zip(_from_json_bytes(state["profiles"]), state["profile.pos"].tolist(), strict=True)
+        )
+        for codes, values in zip(index._codes(), _from_json_bytes(state["codes"]), strict=True):
+            codes.restore(values)
+        live = np.flatnonzero(index._c["live"][:n])
+        index._pos_of = dict(zip(index._c["ids"][live].tolist(), live.tolist(), strict=True))
+        index._index_scopes()
+        return index
+
+    def _codes(self) -> tuple[Codes, ...]:
+        return self._users, self._versions, self._names, self._requests, self._sources, self._models
+
     # -- reads ------------------------------------------------------------------------------
     def search(self, query: CandidateQuery, now: int) -> list[list[Hit]]:
         """Candidates per filter of ``query``; each list holds the union of both arms."""
-        terms = self._query_terms(query)
+        terms, ceiling = self._query_terms(query)
         model = self._models.lookup(query.embed_model) if query.embed_model else None
         vector = query.vector if query.mode is not SearchMode.FTS else None
         floor = None if query.floor is None else _Floor(query.floor, query.weights, query.pool)
-        return [self._search_one(f, terms, vector, model, query.limit, now, floor) for f in query.filters]
+        return [
+            self._search_one(f, terms, ceiling, vector, model, query.limit, now, floor) for f in query.filters
+        ]
 
-    def _query_terms(self, query: CandidateQuery) -> list[_Term]:
+    def _query_terms(self, query: CandidateQuery) -> tuple[list[_Term], float]:
+        """The query's terms that some row holds, and the query's BM25 ceiling.
+
+        The ceiling counts every term, those no row holds as much as the rarest term a row
+        could hold (a document frequency of one): a query matched on one common word of three
+        shares a third of its weight, not all of it.
+        """
         if query.mode is SearchMode.VECTOR:
-            return []
+            return [], 0.0
         n_docs = max(self._live_count, 1)
-        out = []
+        unseen = ranking.bm25_idf(1, n_docs)
+        out, idfs = [], []
         for term in ranking.query_terms(query.text):
             postings = self._terms.get(term)
             df = self._df.get(term, 0)
             if postings is None or df <= 0:
+                idfs.append(unseen)
                 continue
             pos, tf = postings.arrays()
-            idf = float(ranking.bm25_idf(df, n_docs))
+            idf = ranking.bm25_idf(df, n_docs)
             out.append((pos, tf, idf))
-        return out
+            idfs.append(idf)
+        return out, ranking.bm25_ceiling(idfs)
 
     def _search_one(
         self,
         where: LearningFilter,
         terms: list[_Term],
+        ceiling: float,
         vector: Vector | None,
         model: int | None,
         limit: int,
         now: int,
         floor: _Floor | None = None,
     ) -> list[Hit]:
-        rows = self.rows(where, now)
-        raw = self._bm25(rows, terms)
-        ceiling = ranking.bm25_ceiling(idf for _, _, idf in terms)
-        sims = self._cosine(rows, vector, model)
-        return self._hits(rows, raw, ceiling, sims, limit, floor)
+        scope, eligible = self._select(where, now)
+        if not len(scope):
+            return []
+        raw = self._bm25(scope, eligible, terms)
+        sims, valid = self._cosine(scope, eligible, vector, model)
+        return self._hits(scope, raw, ceiling, sims, valid, limit, floor)
 
     def rows(self, where: LearningFilter, now: int) -> IntArray:
-        """The live positions ``where`` selects, ascending.
+        """The live positions ``where`` selects, ascending."""
+        scope, eligible = self._select(where, now)
+        return scope.positions if eligible is None else scope.positions[eligible]
+
+    def _select(self, where: LearningFilter, now: int) -> tuple[Selection, BoolArray | None]:
+        """The positions a search of ``where`` reads, and which of them it selects (None: all).
 
         Starts from the narrowest position list among the filter's kind, user and agent
-        version, so the cost follows the size of the scope, not of the org.
+        version, so the cost follows the size of the scope, not of the org. When the filter
+        keeps most of that list (live, current rows of one user), the list is searched as it
+        is with the rest masked out, so a clustered scope is read in place; otherwise only the
+        kept positions are.
         """
+        base, done = self._base(where)
+        scope = Selection(base, self._clustered)
+        if not len(scope):
+            return scope, None
+        keep = self._keep(where, scope, done)
+        kept = int(np.count_nonzero(keep))
+        if kept == len(scope):
+            return scope, None
+        if 2 * kept >= len(scope):
+            return scope, keep
+        return scope.subset(keep, self._clustered), None
+
+    def _base(self, where: LearningFilter) -> tuple[IntArray, tuple[str, ...]]:
+        """The narrowest position list that holds every row ``where`` selects, and its columns."""
         codes: dict[str, int] = {}
         if len(where.kinds) == 1:
             codes["kind"] = _KINDS[where.kinds[0]]
@@ -476,28 +605,25 @@ class LearningIndex:
             if value is not None:
                 code = known.lookup(value)
                 if code is None:
-                    return _EMPTY
+                    return _EMPTY, ()
                 codes[col] = code
         # A (kind, x) list is never longer than the kind list: only fall back to the latter.
         usable = [cols for cols in _SCOPES if set(cols) <= codes.keys()]
         usable = [cols for cols in usable if len(cols) == len(usable[-1])] if usable else []
         lists = {cols: self._scope_list(cols, codes) for cols in usable}
         done = min(lists, key=lambda cols: len(lists[cols]), default=())
-        rows = lists[done] if done else np.arange(self._n, dtype=np.int64)
-        rows = rows[self._c["live"][rows]]
-        selected: IntArray = rows[self._keep(where, rows, done)]
-        return selected
+        return (lists[done] if done else np.arange(self._n, dtype=np.int64)), done
 
     def _scope_list(self, cols: tuple[str, ...], codes: dict[str, int]) -> IntArray:
         positions = self._scoped[cols].get(_scope_key(*(codes[col] for col in cols)))
         return _EMPTY if positions is None else positions.array()
 
-    def _keep(self, where: LearningFilter, rows: IntArray, done: tuple[str, ...] = ()) -> BoolArray:
-        """Which of ``rows`` pass every condition of ``where`` not already in ``done`` columns."""
-        c = self._c
-        keep = np.ones(len(rows), dtype=np.bool_)
+    def _keep(self, where: LearningFilter, scope: Selection, done: tuple[str, ...] = ()) -> BoolArray:
+        """Which of ``scope`` are live and pass every condition of ``where`` not already in ``done``."""
+        c, take = self._c, scope.take
+        keep: BoolArray = np.array(take(c["live"]), dtype=np.bool_)  # a copy: take() may be a view
         if where.kinds and "kind" not in done:
-            keep &= isin(c["kind"][rows], [_KINDS[k] for k in where.kinds])
+            keep &= isin(take(c["kind"]), [_KINDS[k] for k in where.kinds])
         for value, codes, col in (
             (where.user_id, self._users, "user"),
             (where.agent_version, self._versions, "version"),
@@ -508,13 +634,13 @@ class LearningIndex:
             if value is not None and col not in done:
                 code = codes.lookup(value)
                 if code is None:
-                    return np.zeros(len(rows), dtype=np.bool_)
-                keep &= c[col][rows] == code
+                    return np.zeros(len(scope), dtype=np.bool_)
+                keep &= take(c[col]) == code
         if where.statuses is not None:
-            keep &= isin(c["status"][rows], [_STATUSES[s] for s in where.statuses])
+            keep &= isin(take(c["status"]), [_STATUSES[s] for s in where.statuses])
         if where.approvals is not None:
-            agent = c["kind"][rows] == _KINDS[LearningKind.AGENT_PLAYBOOK]
-            keep &= ~agent | isin(c["approval"][rows], [_APPROVALS[a] for a in where.approvals])
+            agent = take(c["kind"]) == _KINDS[LearningKind.AGENT_PLAYBOOK]
+            keep &= ~agent | isin(take(c["approval"]), [_APPROVALS[a] for a in where.approvals])
         for col, bound, lower in (
             ("created", where.created_after, True),
             ("created", where.created_before, False),
@@ -522,76 +648,84 @@ class LearningIndex:
             ("updated", where.updated_before, False),
         ):
             if bound is not None:
-                keep &= c[col][rows] >= bound if lower else c[col][rows] <= bound
+                keep &= take(c[col]) >= bound if lower else take(c[col]) <= bound
         if where.active_at is not None:
-            keep &= c["expires"][rows] > where.active_at
+            keep &= take(c["expires"]) > where.active_at
         if where.expired_at is not None:
-            keep &= c["expires"][rows] <= where.expired_at
-        return self._keep_ids(where, rows, keep)
+            keep &= take(c["expires"]) <= where.expired_at
+        return self._keep_ids(where, scope, keep)
 
-    def _keep_ids(self, where: LearningFilter, rows: IntArray, keep: BoolArray) -> BoolArray:
+    def _keep_ids(self, where: LearningFilter, scope: Selection, keep: BoolArray) -> BoolArray:
         if where.tags is not None:
             tagged = [p for tag in where.tags for p in self._tag_pos.get(tag, ())]
-            keep &= np.isin(rows, np.asarray(tagged, dtype=np.int64))
+            keep &= np.isin(scope.positions, np.asarray(tagged, dtype=np.int64))
         if where.ids is not None:
-            keep &= np.isin(self._c["ids"][rows], np.asarray(where.ids, dtype=np.int64))
+            keep &= np.isin(scope.take(self._c["ids"]), np.asarray(where.ids, dtype=np.int64))
         if where.profile_ids is not None:
             chosen = [self._profile_pos[p] for p in where.profile_ids if p in self._profile_pos]
-            keep &= np.isin(rows, np.asarray(chosen, dtype=np.int64))
+            keep &= np.isin(scope.positions, np.asarray(chosen, dtype=np.int64))
         return keep
 
-    def _bm25(self, rows: IntArray, terms: list[_Term]) -> FloatArray64:
-        """Raw BM25 of each of ``rows`` (0 where no query term occurs)."""
-        if not terms or len(rows) == 0:
-            return np.zeros(len(rows), dtype=np.float64)
+    def _bm25(self, scope: Selection, eligible: BoolArray | None, terms: list[_Term]) -> FloatArray64:
+        """Raw BM25 of each of ``scope`` (0 where no query term occurs or the row is not selected)."""
+        if not terms:
+            return np.zeros(len(scope), dtype=np.float64)
         avgdl = self._total_len / max(self._live_count, 1) or 1.0
         k1, b = ranking.BM25_K1, ranking.BM25_B
         local, weights = [], []
+        doc_len = scope.take(self._c["doc_len"])
         for pos, tf, idf in terms:
-            at, t = intersect(rows, pos, tf)
-            norm = k1 * (1.0 - b + b * self._c["doc_len"][rows[at]] / avgdl)
+            at, t = scope.meet(pos, tf)
+            if eligible is not None:
+                selected = eligible[at]
+                at, t = at[selected], t[selected]
+            norm = k1 * (1.0 - b + b * doc_len[at] / avgdl)
             local.append(at)
             weights.append(idf * t * (k1 + 1.0) / (t + norm))
-        raw = np.bincount(np.concatenate(local), weights=np.concatenate(weights), minlength=len(rows))
+        raw = np.bincount(np.concatenate(local), weights=np.concatenate(weights), minlength=len(scope))
         return raw.astype(np.float64, copy=False)
 
-    def _cosine(self, rows: IntArray, vector: Vector | None, model: int | None) -> FloatArray | None:
-        """Cosine of each of ``rows`` with the query (NaN where the row has no comparable vector)."""
+    def _cosine(
+        self, scope: Selection, eligible: BoolArray | None, vector: Vector | None, model: int | None
+    ) -> tuple[FloatArray | None, BoolArray | None]:
+        """Cosine of each of ``scope`` with the query, and which rows it is valid for (None: all).
+
+        A row's cosine is valid when the row is selected and has a vector of the query's model
+        and width; it is computed for the whole scope either way (a masked-out row costs less
+        to compute than to gather around).
+        """
         matrix = None if vector is None else self._vectors.get(vector.shape[0])
         if vector is None or matrix is None or model is None:
-            return None
-        ok = (self._c["model"][rows] == model) & (self._c["dim"][rows] == vector.shape[0])
-        ok &= self._c["has_vec"][rows]
-        if ok.all():
-            return self._dot(matrix, rows, vector)
-        sims: FloatArray = np.full(len(rows), np.nan, dtype=np.result_type(matrix, vector))
-        sims[ok] = self._dot(matrix, rows[ok], vector)
-        return sims
+            return None, None
+        c = self._c
+        ok = (scope.take(c["model"]) == model) & (scope.take(c["dim"]) == vector.shape[0])
+        ok &= scope.take(c["has_vec"])
+        if eligible is not None:
+            ok &= eligible
+        return self._dot(matrix, scope, vector), None if ok.all() else ok
 
-    def _dot(self, matrix: npt.NDArray[np.float32], rows: IntArray, vector: Vector) -> FloatArray:
-        """``vectors[rows] @ vector``, reading a clustered scope in place rather than gathering it.
+    def _dot(self, matrix: npt.NDArray[np.float32], scope: Selection, vector: Vector) -> FloatArray:
+        """``vectors[scope] @ vector``, reading a clustered scope in place rather than gathering it.
 
         The product is BLAS's (0.23 ms for 10k x 256 on one thread here, ``einsum`` 0.55).
         OpenBLAS may spread a big one over all cores; ``OPENBLAS_NUM_THREADS=1`` pins it to
         the calling thread for servers that prefer parallel requests (bench/search has both).
         """
-        if len(rows) == 0:
-            return np.empty(0, dtype=np.result_type(matrix, vector))
-        lo, hi = int(rows[0]), int(rows[-1]) + 1
-        if hi - lo <= 2 * len(rows) + 64:
-            return _matvec(matrix[lo:hi], vector)[rows - lo]
-        split = int(np.searchsorted(rows, self._clustered))
-        if 0 < split < len(rows):
-            parts = (self._dot(matrix, rows[:split], vector), self._dot(matrix, rows[split:], vector))
-            return np.concatenate(parts)
-        return _matvec(matrix[rows], vector)
+        lo, run, positions = scope.lo, scope.run, scope.positions
+        if run == len(positions):
+            return _matvec(matrix[lo : lo + run], vector)
+        if run:
+            rest = _dot_rows(matrix, positions[run:], vector)
+            return np.concatenate((_matvec(matrix[lo : lo + run], vector), rest))
+        return _dot_rows(matrix, positions, vector)
 
     def _hits(
         self,
-        rows: IntArray,
+        scope: Selection,
         raw: FloatArray64,
         ceiling: float,
         sims: FloatArray | None,
+        valid: BoolArray | None,
         limit: int,
         floor: _Floor | None = None,
     ) -> list[Hit]:
@@ -604,36 +738,49 @@ class LearningIndex:
         fts_rank = {int(matched[i]): r + 1 for r, i in enumerate(top(raw[matched], limit))}
         vec_rank: dict[int, int] = {}
         if sims is not None:
-            missing = np.isnan(sims)
-            if missing.any():
-                valid = np.flatnonzero(~missing)
-                best = valid[top(sims[valid], limit)]
+            if valid is not None:
+                nearest = top(np.where(valid, sims, -np.inf), limit)
+                nearest = nearest[valid[nearest]]  # fewer valid rows than the limit
             else:
-                best = top(sims, limit)
-            vec_rank = {i: r + 1 for r, i in enumerate(best.tolist())}
+                nearest = top(sims, limit)
+            vec_rank = {i: r + 1 for r, i in enumerate(nearest.tolist())}
         fts_on = ceiling > 0
+        best, least = ranking.fts_spread(raw[matched] / ceiling) if fts_on else (0.0, 0.0)
         chosen = np.asarray(list(dict.fromkeys([*fts_rank, *vec_rank])), dtype=np.int64)
+        has_sim = (
+            None if sims is None else (np.ones(len(chosen), np.bool_) if valid is None else valid[chosen])
+        )
         if floor is not None and len(chosen):
             fused = ranking.fused_scores(
-                None if sims is None else sims[chosen].astype(np.float64),
+                None if sims is None or has_sim is None else np.where(has_sim, sims[chosen], np.nan),
                 np.minimum(raw[chosen] / ceiling, 1.0) if fts_on else None,
                 floor.weights,
+                fts_best=best,
+                fts_floor=least,
             )
             cut = floor.score
             if floor.pool is not None and len(fused) > floor.pool > 0:
                 cut = max(cut, float(np.partition(fused, len(fused) - floor.pool)[len(fused) - floor.pool]))
-            chosen = chosen[fused >= cut - 1e-9]  # rounding must not cost a borderline hit
-        ids = self._c["ids"][rows[chosen]].tolist()
+            keep = fused >= cut - 1e-9  # rounding must not cost a borderline hit
+            chosen = chosen[keep]
+            has_sim = None if has_sim is None else has_sim[keep]
+        ids = self._c["ids"][scope.positions[chosen]].tolist()
         scores = raw[chosen].tolist()
-        cosines = [None] * len(chosen) if sims is None else sims[chosen].tolist()
+        cosines: list[float | None] = [None] * len(chosen)
+        if sims is not None and has_sim is not None:
+            cosines = [
+                s if ok else None for s, ok in zip(sims[chosen].tolist(), has_sim.tolist(), strict=True)
+            ]
         return [
             Hit(
                 id=ids[j],
                 fts_score=score if fts_on else None,
                 fts_norm=ranking.normalise_bm25(score, ceiling) if fts_on else None,
                 fts_rank=fts_rank.get(i),
-                vector_score=None if sim is None or sim != sim else sim,  # NaN: no comparable vector
+                vector_score=sim,
                 vector_rank=vec_rank.get(i),
+                fts_best=best if fts_on else None,
+                fts_floor=least,
             )
             for j, (i, score, sim) in enumerate(zip(chosen.tolist(), scores, cosines, strict=True))
         ]
@@ -647,6 +794,21 @@ class LearningIndex:
         return vector
 
 
+def _with_rows(matrix: npt.NDArray[np.float32], order: IntArray, capacity: int) -> npt.NDArray[np.float32]:
+    """A new matrix of ``capacity`` rows starting with ``matrix[order]``."""
+    out = np.zeros((capacity, matrix.shape[1]), dtype=matrix.dtype)
+    out[: len(order)] = matrix[order]
+    return out
+
+
+def _json_bytes(values: Any) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(json.dumps(values).encode(), dtype=np.uint8)
+
+
+def _from_json_bytes(data: npt.NDArray[np.uint8]) -> Any:
+    return json.loads(data.tobytes().decode())
+
+
 def _batched(rows: Iterable[IndexRow], size: int) -> Iterator[list[IndexRow]]:
     chunk: list[IndexRow] = []
     for row in rows:
@@ -656,6 +818,16 @@ def _batched(rows: Iterable[IndexRow], size: int) -> Iterator[list[IndexRow]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+def _dot_rows(matrix: npt.NDArray[np.float32], positions: IntArray, vector: Vector) -> FloatArray:
+    """``matrix[positions] @ vector``; a dense enough spread of positions is read as one block."""
+    if len(positions) == 0:
+        return np.empty(0, dtype=np.result_type(matrix, vector))
+    lo, hi = int(positions[0]), int(positions[-1]) + 1
+    if hi - lo <= 2 * len(positions) + 64:
+        return _matvec(matrix[lo:hi], vector)[positions - lo]
+    return _matvec(matrix[positions], vector)
 
 
 def _matvec(matrix: npt.NDArray[np.float32], vector: Vector) -> FloatArray:

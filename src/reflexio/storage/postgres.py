@@ -270,3 +270,6 @@ class PostgresConnector:
         """In SQL (``storage.postgres_search``)."""
         with self.connection() as conn:
             return self.search.candidates(conn, org_id, query)
+
+    def warm_search(self) -> None:
+        """Nothing to do: PostgreSQL's indexes live in the database, not in this process."""

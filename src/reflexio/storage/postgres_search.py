@@ -28,6 +28,7 @@ Why it is built this way:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -118,7 +119,7 @@ class PostgresSearch:
         out: list[Candidate] = []
         for i, where in enumerate(query.filters):
             search = SearchStatement.of(org_id, where, query, self.dialect)
-            out.extend(_candidate(r, i) for r in self._rows(conn, search))
+            out.extend(_candidates(self._rows(conn, search), i, search.limit))
         return out
 
     def _rows(self, conn: Conn, search: SearchStatement) -> list[DictRow]:
@@ -164,6 +165,7 @@ class SearchStatement:
         limit = max(0, query.limit)
         params |= {"org_id": org_id, "tsquery": text, "vector": vector, "model": query.embed_model}
         params["limit"] = limit
+        params["fts_limit"] = max(limit, ranking.FTS_FLOOR_RANK)
         kind = where.kinds[0] if len(set(where.kinds)) == 1 else None
         return cls(where_sql, params, text, vector, limit, kind)
 
@@ -196,15 +198,39 @@ class SearchStatement:
         return _Q.render("search_candidates", parts)
 
 
-def _candidate(r: DictRow, filter_index: int) -> Candidate:
+def _candidates(found: Sequence[DictRow], filter_index: int, limit: int) -> list[Candidate]:
+    """One filter's candidates: the rows of each arm's top ``limit``, scored on both arms.
+
+    The full-text arm ranks down to the scope's floor (``fts_limit``: at least
+    ``ranking.FTS_FLOOR_RANK``, which fusion measures every candidate against); its
+    rows past ``limit`` only measure the spread of the scope's shares and are not candidates.
+    """
+    ran = any(r["fts_score"] is not None for r in found)  # the arm ran (it may match nothing)
+    best, floor = ranking.fts_spread([_share(r) or 0.0 for r in found if r["fts_rank"] is not None])
+    return [
+        _candidate(r, filter_index, best if ran else None, floor)
+        for r in found
+        if (r["fts_rank"] or limit + 1) <= limit or (r["vector_rank"] or limit + 1) <= limit
+    ]
+
+
+def _share(r: DictRow) -> float | None:
+    return None if r["fts_score"] is None else min(1.0, float(r["fts_score"]) / TS_RANK_CEILING)
+
+
+def _candidate(
+    r: DictRow, filter_index: int, fts_best: float | None = None, fts_floor: float = 0.0
+) -> Candidate:
     fts = None if r["fts_score"] is None else float(r["fts_score"])
     sim = None if r["vector_score"] is None else float(r["vector_score"])
     return Candidate(
         learning=rows.learning_from(r),
         filter_index=filter_index,
         fts_score=fts,
-        fts_norm=None if fts is None else min(1.0, fts / TS_RANK_CEILING),
+        fts_norm=_share(r),
         fts_rank=r["fts_rank"],
         vector_score=sim,
         vector_rank=r["vector_rank"],
+        fts_best=fts_best,
+        fts_floor=fts_floor,
     )

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Codes", "Positions", "Postings", "intersect", "isin", "top"]
+__all__ = ["Codes", "Forward", "Positions", "Postings", "Selection", "intersect", "isin", "top"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -35,6 +35,14 @@ class Codes:
 
     def lookup(self, value: str) -> int | None:
         return self._codes.get(value)
+
+    def values(self) -> list[str]:
+        """Every interned string, in code order."""
+        return list(self._codes)
+
+    def restore(self, values: Sequence[str]) -> None:
+        """Intern ``values`` as codes 0, 1, ... (into an empty instance, from ``values()``)."""
+        self._codes = {value: i for i, value in enumerate(values)}
 
 
 class Positions:
@@ -86,6 +94,101 @@ class Postings:
         return len(self.pos) + len(self._buf_pos)
 
 
+class Forward:
+    """Each position's distinct terms, which removing a row takes back from the term counts.
+
+    A packed base (term numbers per position, as a snapshot stores them) plus tuples appended
+    since, so that a snapshot loads without building one tuple per row.
+    """
+
+    __slots__ = ("_ends", "_flat", "_names", "_rows")
+
+    def __init__(
+        self, flat: IntArray | None = None, ends: IntArray | None = None, names: Sequence[str] = ()
+    ) -> None:
+        self._flat = _EMPTY if flat is None else flat
+        self._ends = _EMPTY if ends is None else ends
+        self._names = list(names)
+        self._rows: list[tuple[str, ...]] = []
+
+    def __len__(self) -> int:
+        return len(self._ends) + len(self._rows)
+
+    def __getitem__(self, p: int) -> tuple[str, ...]:
+        base = len(self._ends)
+        if p >= base:
+            return self._rows[p - base]
+        start = int(self._ends[p - 1]) if p else 0
+        return tuple(self._names[i] for i in self._flat[start : int(self._ends[p])].tolist())
+
+    def append(self, terms: tuple[str, ...]) -> None:
+        self._rows.append(terms)
+
+    def reordered(self, order: Sequence[int]) -> Forward:
+        """The positions ``order`` lists, in that order (for compaction)."""
+        out = Forward()
+        out._rows = [self[i] for i in order]
+        return out
+
+    def packed(self, number: dict[str, int], count: int) -> tuple[IntArray, IntArray]:
+        """(term numbers, end offsets) of the first ``count`` positions, terms numbered by ``number``."""
+        rows = [self[p] for p in range(count)]
+        ends = np.cumsum([len(terms) for terms in rows], dtype=np.int64)
+        return np.asarray([number[t] for terms in rows for t in terms], dtype=np.int64), ends
+
+
+class Selection:
+    """Ascending positions a search reads, whose leading run of consecutive positions is known.
+
+    A scope of a clustered index is one block of consecutive positions (plus, until the next
+    compaction, a few appended ones): its columns are read as slices of that block, which
+    costs nothing, instead of being gathered position by position, which at 100k rows costs
+    about as much as the rest of the search's bookkeeping together.
+    """
+
+    __slots__ = ("lo", "positions", "run")
+
+    def __init__(self, positions: IntArray, clustered: int) -> None:
+        """``positions`` ascending and unique; those below ``clustered`` may form one run."""
+        self.positions = positions
+        self.lo = int(positions[0]) if len(positions) else 0
+        n = len(positions)
+        if n and int(positions[-1]) - self.lo + 1 == n:
+            self.run = n
+        else:
+            split = int(np.searchsorted(positions, clustered))
+            contiguous = split > 0 and int(positions[split - 1]) - self.lo + 1 == split
+            self.run = split if contiguous else 0
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def take(self, column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``column[positions]``: a view of the run, the rest gathered."""
+        lo, run = self.lo, self.run
+        if run == len(self.positions):
+            return column[lo : lo + run]
+        if run == 0:
+            return column[self.positions]
+        return np.concatenate((column[lo : lo + run], column[self.positions[run:]]))
+
+    def subset(self, keep: BoolArray, clustered: int) -> Selection:
+        """The positions where ``keep`` is set."""
+        return Selection(self.positions[keep], clustered)
+
+    def meet(self, pos: IntArray, tf: FloatArray32) -> tuple[IntArray, FloatArray32]:
+        """Where a term's postings (ascending) meet the selection: indices into it, and tf there."""
+        lo, run = self.lo, self.run
+        if run == 0:
+            return intersect(self.positions, pos, tf)
+        a, b = int(pos.searchsorted(lo)), int(pos.searchsorted(lo + run))
+        head, head_tf = pos[a:b] - lo, tf[a:b]
+        if run == len(self.positions):
+            return head, head_tf
+        at, t = intersect(self.positions[run:], pos[b:], tf[b:])
+        return np.concatenate((head, at + run)), np.concatenate((head_tf, t))
+
+
 def isin(values: npt.NDArray[Any], codes: Sequence[int]) -> BoolArray:
     """``np.isin`` for a handful of small codes, without its per-call overhead."""
     out = np.zeros(len(values), dtype=np.bool_)
@@ -121,7 +224,7 @@ def top(scores: npt.NDArray[np.floating], limit: int) -> IntArray:
     if len(scores) == 0 or limit <= 0:
         return np.empty(0, dtype=np.int64)
     if len(scores) > limit:
-        idx = np.argpartition(-scores, limit - 1)[:limit]
+        idx = np.argpartition(scores, len(scores) - limit)[len(scores) - limit :]
     else:
         idx = np.arange(len(scores))
     idx = idx[np.argsort(-scores[idx], kind="stable")]

@@ -28,7 +28,10 @@ from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
+    ChangeLogRecord,
+    ClusterRecord,
     EvaluationRecord,
+    ExposureRecord,
     InteractionRecord,
     Job,
     JobStats,
@@ -37,7 +40,11 @@ from reflexio.records import (
     LearningEvent,
     LLMUsageRecord,
     ModelUsage,
+    OutcomeRecord,
+    ProposalRecord,
+    ReflectionActionRecord,
     RequestRecord,
+    SessionVerdictDay,
     StreamEventRecord,
     UsageSummary,
 )
@@ -211,6 +218,11 @@ class Storage(JobQueue, Protocol):
         """Full-text and vector candidates per filter, filtered before ranking."""
         ...
 
+    def warm_search(self) -> None:
+        """Make the first search as fast as later ones (an in-process index loads now): what a
+        server calls before it takes requests."""
+        ...
+
     def list_events(
         self,
         org_id: str,
@@ -218,9 +230,18 @@ class Storage(JobQueue, Protocol):
         learning_ids: Sequence[int] | None = None,
         user_id: str | None = None,
         kinds: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        """Learning history, newest first."""
+        """Learning history, newest first (``events``: only these, e.g. ``["approved"]``)."""
+        ...
+
+    def add_events(self, events: Sequence[LearningEvent], /) -> None:
+        """Append history events that change no row (a refused review attempt, a note).
+
+        A decision that lost a race is part of the playbook's history: who tried what, and
+        why it was refused, next to the decision that won.
+        """
         ...
 
     def list_stream_events(
@@ -248,6 +269,131 @@ class Storage(JobQueue, Protocol):
         """(kind, learning id) pairs already served in a session."""
         ...
 
+    def record_exposures(self, decisions: Sequence[ExposureRecord], /) -> None:
+        """Record search's serve-or-withhold decisions; the first decision of a (session,
+        learning) stands (the holdout hash would repeat it anyway)."""
+        ...
+
+    def learning_exposures(self, org_id: str, kind: str, learning_ids: Sequence[str]) -> list[ExposureRecord]:
+        """Every decision about these learnings (of one kind), oldest first."""
+        ...
+
+    def most_exposed(
+        self, org_id: str, *, kind: str | None = None, limit: int = 100
+    ) -> list[tuple[str, str, int]]:
+        """(kind, learning id, sessions) of the learnings decided on in most sessions."""
+        ...
+
+    # -- session outcomes, verdicts and reflection actions ----------------------------------
+    def add_outcome(self, row: OutcomeRecord) -> OutcomeRecord:
+        """Record a new revision of a session's outcome (revision = the session's last + 1)."""
+        ...
+
+    def list_outcomes(
+        self,
+        org_id: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+        source: str | None = None,
+        outcome: str | None = None,
+        label: str | None = None,
+        occurred_after: int | None = None,
+        occurred_before: int | None = None,
+        latest_only: bool = True,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[OutcomeRecord]:
+        """Outcomes, newest ``occurred_at`` first; only each session's latest revision unless
+        ``latest_only`` is False."""
+        ...
+
+    def replace_evaluations(
+        self,
+        org_id: str,
+        user_id: str,
+        session_id: str,
+        kinds: Sequence[str],
+        rows: Sequence[EvaluationRecord],
+    ) -> list[EvaluationRecord]:
+        """Replace a session's judgements of these kinds (a re-judged session keeps one set)."""
+        ...
+
+    def find_evaluations(
+        self,
+        org_id: str,
+        *,
+        kind: str,
+        session_ids: Sequence[str] | None = None,
+        learning_kind: str | None = None,
+        learning_ids: Sequence[str] | None = None,
+        limit: int = 10_000,
+    ) -> list[EvaluationRecord]:
+        """Judgements of one kind for these sessions and/or learnings, newest first."""
+        ...
+
+    def add_reflection_actions(
+        self, actions: Sequence[ReflectionActionRecord], /
+    ) -> list[ReflectionActionRecord]:
+        """Record actions taken on learnings; returns them with ids."""
+        ...
+
+    def list_reflection_actions(
+        self,
+        org_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        learning_ids: Sequence[int] | None = None,
+        kind: str | None = None,
+        include_reverted: bool = True,
+        limit: int = 100,
+    ) -> list[ReflectionActionRecord]:
+        """Actions, newest first."""
+        ...
+
+    def revert_reflection_action(self, org_id: str, action_id: int, *, by: str, note: str | None) -> bool:
+        """Mark an action reverted; False when it was already reverted or does not exist."""
+        ...
+
+    # -- aggregation state -------------------------------------------------------------------
+    def list_clusters(self, org_id: str, agent_version: str, playbook_name: str) -> list[ClusterRecord]:
+        """The stored clusters of one aggregation scope, by id."""
+        ...
+
+    def save_clusters(
+        self,
+        org_id: str,
+        agent_version: str,
+        playbook_name: str,
+        upserts: Sequence[ClusterRecord],
+        removed: Sequence[int] = (),
+    ) -> list[ClusterRecord]:
+        """Insert clusters with ``id == 0``, replace those with an id, drop ``removed`` ones.
+
+        Only rows of the given scope are touched: an id of another org or scope changes
+        nothing. Returns the upserted clusters with their ids.
+        """
+        ...
+
+    def add_proposals(self, rows: Sequence[ProposalRecord], /) -> None:
+        """Record the evidence agent playbooks were proposed from (one per playbook: a later
+        proposal of the same playbook, rewritten in place, replaces it)."""
+        ...
+
+    def get_proposals(self, org_id: str, agent_playbook_ids: Sequence[int]) -> list[ProposalRecord]:
+        """The proposals of these agent playbooks, by playbook id (missing ones are left out)."""
+        ...
+
+    def add_change_log(self, row: ChangeLogRecord, /) -> ChangeLogRecord:
+        """Store what one aggregation run changed; returns it with its id and time."""
+        ...
+
+    def list_change_logs(
+        self, org_id: str, agent_version: str, playbook_name: str, *, limit: int
+    ) -> list[ChangeLogRecord]:
+        """Change logs of one aggregation scope, newest first."""
+        ...
+
     # -- evaluations, bookmarks, configs ---------------------------------------------------
     def add_evaluations(self, rows: Sequence[EvaluationRecord], /) -> list[EvaluationRecord]:
         """Store judgements; returns them with ids."""
@@ -266,6 +412,16 @@ class Storage(JobQueue, Protocol):
         limit: int = 100,
     ) -> list[EvaluationRecord]:
         """Judgements of one kind, newest first."""
+        ...
+
+    def session_verdict_days(
+        self, org_id: str, *, since: float, day_seconds: int, agent_version: str | None = None
+    ) -> list[SessionVerdictDay]:
+        """Session verdicts since ``since``, tallied per ``day_seconds`` (days without any omitted).
+
+        Counted where they are stored, so a window of a million verdicts costs one grouped
+        scan of the index, not a million decoded rows.
+        """
         ...
 
     def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:

@@ -256,12 +256,14 @@ def where_events(
     learning_ids: Sequence[int] | None,
     user_id: str | None,
     kinds: Sequence[str] | None,
+    events: Sequence[str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE fragment of ``Storage.list_events`` (without the org condition)."""
     w = Where(d)
     w.among("learning_id", None if learning_ids is None else list(learning_ids))
     w.equal("user_id", user_id)
     w.among("kind", None if kinds is None else [str(k) for k in kinds])
+    w.among("event", None if events is None else [str(e) for e in events])
     return w.compiled()
 
 
@@ -281,11 +283,15 @@ def where_stream_events(
 
 
 def where_evaluations(d: Dialect, **equal: Any) -> tuple[str, dict[str, Any]]:
-    """The WHERE fragment of ``Storage.list_evaluations``: each given column equals its value,
-    ``created_after`` and ``created_before`` bound ``created_at`` (without the org condition)."""
+    """The WHERE fragment of ``Storage.list_evaluations``: each given column equals its value
+    (is among them, for a list), ``created_after`` and ``created_before`` bound ``created_at``
+    (without the org condition)."""
     w = Where(d)
     w.equal("created_at", equal.pop("created_after", None), ">=")
     w.equal("created_at", equal.pop("created_before", None), "<=")
     for column, value in equal.items():
-        w.equal(column, value)
+        if isinstance(value, list):
+            w.among(column, value)
+        else:
+            w.equal(column, value)
     return w.compiled()

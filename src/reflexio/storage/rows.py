@@ -17,6 +17,8 @@ from reflexio.records import (
     ApiKeyRecord,
     Approval,
     Bookmark,
+    ChangeLogRecord,
+    ClusterRecord,
     EvaluationRecord,
     InteractionRecord,
     Job,
@@ -26,6 +28,7 @@ from reflexio.records import (
     LearningKind,
     LearningStatus,
     LLMUsageRecord,
+    ProposalRecord,
     RequestRecord,
     UsageTotals,
 )
@@ -38,6 +41,10 @@ __all__ = [
     "LEARNING_COLUMNS",
     "api_key_from",
     "bookmark_from",
+    "change_log_from",
+    "change_log_params",
+    "cluster_from",
+    "cluster_params",
     "evaluation_from",
     "event_from",
     "event_params",
@@ -185,6 +192,7 @@ def request_params(r: RequestRecord) -> dict[str, Any]:
         "agent_version": r.agent_version,
         "created_at": r.created_at,
         "payload_hash": r.payload_hash,
+        "skip_aggregation": r.skip_aggregation,
     }
 
 
@@ -199,6 +207,7 @@ def request_from(r: Mapping[str, Any]) -> RequestRecord:
         agent_version=r["agent_version"],
         created_at=int(r["created_at"]),
         payload_hash=r["payload_hash"],
+        skip_aggregation=bool(r["skip_aggregation"]),
     )
 
 
@@ -420,3 +429,100 @@ def usage_totals_from(r: Mapping[str, Any]) -> UsageTotals:
         cost_usd=float(r["cost_usd"]),
         latency_ms=float(r["latency_ms"]),
     )
+
+
+def cluster_params(c: ClusterRecord, updated_at: float) -> dict[str, Any]:
+    """Named parameters for inserting or updating an aggregation cluster."""
+    return {
+        "id": c.id,
+        "org_id": c.org_id,
+        "agent_version": c.agent_version,
+        "playbook_name": c.playbook_name,
+        "member_ids": _dumps(list(c.member_ids)),
+        "fingerprint": c.fingerprint,
+        "decided_fingerprint": c.decided_fingerprint,
+        "agent_playbook_id": c.agent_playbook_id,
+        "revision_id": c.revision_id,
+        "updated_at": updated_at,
+    }
+
+
+def cluster_from(r: Mapping[str, Any]) -> ClusterRecord:
+    """An aggregation cluster from a row."""
+    return ClusterRecord(
+        id=int(r["id"]),
+        org_id=r["org_id"],
+        agent_version=r["agent_version"],
+        playbook_name=r["playbook_name"],
+        member_ids=tuple(int(i) for i in _loads(r["member_ids"])),
+        fingerprint=r["fingerprint"],
+        decided_fingerprint=r["decided_fingerprint"],
+        agent_playbook_id=_int_or_none(r["agent_playbook_id"]),
+        revision_id=_int_or_none(r["revision_id"]),
+        updated_at=float(r["updated_at"]),
+    )
+
+
+def proposal_params(p: ProposalRecord, created_at: float) -> dict[str, Any]:
+    """Named parameters for inserting an agent playbook's proposal."""
+    return {
+        "org_id": p.org_id,
+        "agent_playbook_id": p.agent_playbook_id,
+        "cluster_id": p.cluster_id,
+        "member_ids": _dumps(list(p.member_ids)),
+        "user_ids": _dumps(list(p.user_ids)),
+        "revises_id": p.revises_id,
+        "follows_rejection_id": p.follows_rejection_id,
+        "job_id": p.job_id,
+        "created_at": created_at,
+    }
+
+
+def proposal_from(r: Mapping[str, Any]) -> ProposalRecord:
+    """An agent playbook's proposal from a row."""
+    return ProposalRecord(
+        org_id=r["org_id"],
+        agent_playbook_id=int(r["agent_playbook_id"]),
+        cluster_id=int(r["cluster_id"]),
+        member_ids=tuple(int(i) for i in _loads(r["member_ids"])),
+        user_ids=tuple(str(u) for u in _loads(r["user_ids"])),
+        revises_id=_int_or_none(r["revises_id"]),
+        follows_rejection_id=_int_or_none(r["follows_rejection_id"]),
+        job_id=_int_or_none(r["job_id"]),
+        created_at=float(r["created_at"]),
+    )
+
+
+def change_log_params(c: ChangeLogRecord, created_at: float) -> dict[str, Any]:
+    """Named parameters for inserting an aggregation change log."""
+    return {
+        "org_id": c.org_id,
+        "agent_version": c.agent_version,
+        "playbook_name": c.playbook_name,
+        "run_mode": c.run_mode,
+        "added": _dumps(c.added),
+        "removed": _dumps(c.removed),
+        "updated": _dumps(c.updated),
+        "job_id": c.job_id,
+        "created_at": created_at,
+    }
+
+
+def change_log_from(r: Mapping[str, Any]) -> ChangeLogRecord:
+    """An aggregation change log from a row."""
+    return ChangeLogRecord(
+        id=int(r["id"]),
+        org_id=r["org_id"],
+        agent_version=r["agent_version"],
+        playbook_name=r["playbook_name"],
+        run_mode=r["run_mode"],
+        added=_loads(r["added"]),
+        removed=_loads(r["removed"]),
+        updated=_loads(r["updated"]),
+        job_id=_int_or_none(r["job_id"]),
+        created_at=float(r["created_at"]),
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -28,13 +28,17 @@ from reflexio.records import (
     ApiKeyRecord,
     Audit,
     Bookmark,
+    ChangeLogRecord,
+    ClusterRecord,
     EvaluationRecord,
     InteractionRecord,
     Learning,
     LearningEvent,
     LLMUsageRecord,
     ModelUsage,
+    ProposalRecord,
     RequestRecord,
+    SessionVerdictDay,
     StreamEventRecord,
     UsageSummary,
     now,
@@ -50,6 +54,7 @@ from reflexio.storage.queries import (
     where_requests,
     where_stream_events,
 )
+from reflexio.storage.reflect_tables import ReflectTables
 
 __all__ = ["SqlStorage"]
 
@@ -57,7 +62,7 @@ __all__ = ["SqlStorage"]
 _CHANGE_LOG_KEEP: Final = 200_000
 
 
-class SqlStorage(SqlJobQueue):
+class SqlStorage(ReflectTables, SqlJobQueue):
     """The ``Storage`` protocol over one connector (the job methods come from ``SqlJobQueue``,
     a complete job queue over the same connector).
 
@@ -281,6 +286,9 @@ class SqlStorage(SqlJobQueue):
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
         return self.db.search_candidates(org_id, query)
 
+    def warm_search(self) -> None:
+        self.db.warm_search()
+
     def list_events(
         self,
         org_id: str,
@@ -288,11 +296,22 @@ class SqlStorage(SqlJobQueue):
         learning_ids: Sequence[int] | None = None,
         user_id: str | None = None,
         kinds: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[LearningEvent]:
-        sql, params = where_events(self.db.dialect, learning_ids=learning_ids, user_id=user_id, kinds=kinds)
+        sql, params = where_events(
+            self.db.dialect, learning_ids=learning_ids, user_id=user_id, kinds=kinds, events=events
+        )
         params |= {"org_id": org_id, "limit": limit}
         return [rows.event_from(r) for r in self.db.all("list_events", params, where=sql)]
+
+    def add_events(self, events: Sequence[LearningEvent], /) -> None:
+        if not events:
+            return
+        t = now()
+        stamped = [e if e.created_at else replace(e, created_at=t) for e in events]
+        with self.db.transaction() as db:
+            db.bulk_insert("learning_events", [rows.event_params(e) for e in stamped], returning_ids=False)
 
     def list_stream_events(
         self,
@@ -327,6 +346,67 @@ class SqlStorage(SqlJobQueue):
         found = self.db.all("list_exposures", {"org_id": org_id, "session_id": session_id})
         return {(r["kind"], r["learning_id"]) for r in found}
 
+    # -- aggregation state ----------------------------------------------------------------------
+    def list_clusters(self, org_id: str, agent_version: str, playbook_name: str) -> list[ClusterRecord]:
+        scope = {"org_id": org_id, "agent_version": agent_version, "playbook_name": playbook_name}
+        return [rows.cluster_from(r) for r in self.db.all("list_clusters", scope)]
+
+    def save_clusters(
+        self,
+        org_id: str,
+        agent_version: str,
+        playbook_name: str,
+        upserts: Sequence[ClusterRecord],
+        removed: Sequence[int] = (),
+    ) -> list[ClusterRecord]:
+        t = now()
+        scope = {"org_id": org_id, "agent_version": agent_version, "playbook_name": playbook_name}
+        # The scope comes from the arguments, never from the records: a record of another org
+        # cannot be written through this call.
+        scoped = [
+            replace(c, org_id=org_id, agent_version=agent_version, playbook_name=playbook_name, updated_at=t)
+            for c in upserts
+        ]
+        with self.db.transaction() as db:
+            if removed:
+                db.execute("delete_clusters", {**scope, "ids": db.dialect.bind_list(list(removed))})
+            db.many("update_cluster", [rows.cluster_params(c, t) for c in scoped if c.id])
+            fresh = [i for i, c in enumerate(scoped) if not c.id]
+            ids = db.insert("insert_cluster", [rows.cluster_params(scoped[i], t) for i in fresh])
+            for i, new_id in zip(fresh, ids, strict=True):
+                scoped[i] = replace(scoped[i], id=new_id)
+        return scoped
+
+    def add_proposals(self, rows_in: Sequence[ProposalRecord], /) -> None:
+        if not rows_in:
+            return
+        t = now()
+        with self.db.transaction() as db:
+            db.many("insert_proposal", [rows.proposal_params(p, p.created_at or t) for p in rows_in])
+
+    def get_proposals(self, org_id: str, agent_playbook_ids: Sequence[int]) -> list[ProposalRecord]:
+        if not agent_playbook_ids:
+            return []
+        params = {"org_id": org_id, "ids": self.db.dialect.bind_list(list(agent_playbook_ids))}
+        return [rows.proposal_from(r) for r in self.db.all("get_proposals", params)]
+
+    def add_change_log(self, row: ChangeLogRecord, /) -> ChangeLogRecord:
+        t = row.created_at or now()
+        with self.db.transaction() as db:
+            (log_id,) = db.insert("insert_change_log", [rows.change_log_params(row, t)])
+        return replace(row, id=log_id, created_at=t)
+
+    def list_change_logs(
+        self, org_id: str, agent_version: str, playbook_name: str, *, limit: int
+    ) -> list[ChangeLogRecord]:
+        params = {
+            "org_id": org_id,
+            "agent_version": agent_version,
+            "playbook_name": playbook_name,
+            "limit": max(0, limit),
+        }
+        return [rows.change_log_from(r) for r in self.db.all("list_change_logs", params)]
+
     # -- evaluations, bookmarks, configs ------------------------------------------------------
     def add_evaluations(self, rows_in: Sequence[EvaluationRecord], /) -> list[EvaluationRecord]:
         t = now()
@@ -360,6 +440,16 @@ class SqlStorage(SqlJobQueue):
         )
         params |= {"org_id": org_id, "limit": limit}
         return [rows.evaluation_from(r) for r in self.db.all("list_evaluations", params, where=sql)]
+
+    def session_verdict_days(
+        self, org_id: str, *, since: float, day_seconds: int, agent_version: str | None = None
+    ) -> list[SessionVerdictDay]:
+        sql, params = where_evaluations(
+            self.db.dialect, kind="session", agent_version=agent_version, created_after=since
+        )
+        params |= {"org_id": org_id, "start": since, "day": day_seconds}
+        found = self.db.all("session_verdict_days", params, where=sql)
+        return [SessionVerdictDay(**{k: int(v or 0) for k, v in r.items()}) for r in found]
 
     def get_bookmark(self, org_id: str, user_id: str, extractor: str) -> Bookmark | None:
         r = self.db.one("get_bookmark", {"org_id": org_id, "user_id": user_id, "extractor": extractor})
@@ -397,9 +487,12 @@ class SqlStorage(SqlJobQueue):
             )
             seq = self._bump_seq(db, org_id)
             doomed = self._select(db, org_id, LearningFilter(user_id=user_id))
+            if doomed:
+                ids = db.dialect.bind_list([row.id for row in doomed])
+                db.execute("clear_user_reflection_actions", {"org_id": org_id, "ids": ids})
             self._delete_rows(db, seq, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
-            for table in ("events", "stream_events", "evaluations", "bookmarks"):
+            for table in ("events", "stream_events", "evaluations", "bookmarks", "outcomes"):
                 counts[table] = db.execute(f"clear_user_{table}", who)
             return counts
 

@@ -98,11 +98,13 @@ class SqliteConnector:
     Args:
         path: The database file (created with its folder when missing).
         name: The storage's backend name ("memory" for a throwaway file).
+        snapshots: Keep search-index snapshots in ``<path>.search/`` (``storage.index_file``),
+            so that a restart loads the indexes instead of rebuilding them.
     """
 
     dialect = SQLITE
 
-    def __init__(self, path: str | Path, *, name: str = "sqlite") -> None:
+    def __init__(self, path: str | Path, *, name: str = "sqlite", snapshots: bool = True) -> None:
         self.name = name
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,10 +112,12 @@ class SqliteConnector:
         self._remove: Callable[[], object] | None = None
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        self.search = SearchIndexes(self)
+        # Search-index snapshots live beside the file (a throwaway store has no restarts).
+        self.search = SearchIndexes(self, Path(f"{self.path}.search") if snapshots else None)
         self._write_lock = threading.Lock()
         self._lock_fd = os.open(f"{self.path}.write-lock", os.O_RDWR | os.O_CREAT, 0o600)
         self._migrate()
+        self.search.open()
         self._stop = threading.Event()
         self._housekeeper = threading.Thread(
             target=self._housekeeping_loop, name="sqlite-housekeeping", daemon=True
@@ -126,7 +130,7 @@ class SqliteConnector:
         shm = Path("/dev/shm")
         parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
         folder = tempfile.mkdtemp(prefix="reflexio-memory-", dir=parent)
-        db = cls(Path(folder) / "reflexio.db", name="memory")
+        db = cls(Path(folder) / "reflexio.db", name="memory", snapshots=False)
         db._remove = weakref.finalize(db, shutil.rmtree, folder, ignore_errors=True)
         return db
 
@@ -236,6 +240,8 @@ class SqliteConnector:
         self._stop.set()
         if self._housekeeper is not threading.current_thread():
             self._housekeeper.join(timeout=5.0)
+        with contextlib.suppress(sqlite3.Error, StorageError):  # a snapshot is only a cache
+            self.search.close()  # writes the snapshots that are due, through this connector
         fd, self._lock_fd = self._lock_fd, -1  # a straggling writer fails instead of locking a reused fd
         if fd >= 0:
             os.close(fd)
@@ -269,6 +275,10 @@ class SqliteConnector:
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
         """From the org's in-process index (``storage.sqlite_search``)."""
         return self.search.candidates(org_id, query)
+
+    def warm_search(self) -> None:
+        """Load (or build) every org's in-process index now (``SearchIndexes.warm``)."""
+        self.search.warm()
 
     # -- housekeeping -----------------------------------------------------------------------------
     def _housekeeping_loop(self) -> None:

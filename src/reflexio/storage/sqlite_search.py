@@ -5,26 +5,35 @@ their transaction, so a search asks one tiny query whether its org's index is cu
 catches up on just the changed rows when it is not (rebuilding only when the log was pruned
 past it). Candidate rows are decoded once and kept in a small per-org cache, evicted by the
 same log.
+
+With a snapshot folder (``storage.index_file``), an org's index starts from its snapshot on
+disk and catches up on the changes since (a restart is then not a rebuild from every row), and
+snapshots are written in the background after a build and as the index moves on. ``warm()``
+does this for every org before a server takes requests.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from reflexio.filters import Candidate, CandidateQuery
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, now
-from reflexio.storage import rows
+from reflexio.storage import index_file, rows
 from reflexio.storage.connector import Connector, Params
 from reflexio.storage.index import IndexRow, LearningIndex
 from reflexio.storage.protocol import iter_chunks
 
 __all__ = ["SearchIndexes", "TupleConnector"]
+
+log = logging.getLogger(__name__)
 
 #: Decoded candidate rows kept per org for search (about 1.5 KB each).
 _ROW_CACHE = 8192
@@ -53,11 +62,39 @@ class _OrgIndex:
 class SearchIndexes:
     """Every org's index over one SQLite file, shared by the storage's threads."""
 
-    def __init__(self, db: TupleConnector) -> None:
-        """Read the change log and the rows through ``db``."""
+    def __init__(self, db: TupleConnector, snapshot_folder: Path | None = None) -> None:
+        """Read the change log and the rows through ``db``; keep snapshots of the indexes in
+        ``snapshot_folder`` (None: build every index from rows)."""
         self._db = db
         self._indexes: dict[str, _OrgIndex] = {}
         self._lock = threading.Lock()
+        self._snapshot_folder = snapshot_folder
+        self._snapshots: index_file.Snapshots | None = None
+
+    def open(self) -> None:
+        """Start keeping snapshots (once the database is migrated: it names the database)."""
+        if self._snapshot_folder is not None:
+            row = self._db.tuples("database_name", {})
+            self._snapshots = index_file.Snapshots(self._snapshot_folder, str(row[0][0]))
+
+    def warm(self) -> None:
+        """Bring every org's index up to date now (from its snapshot where there is a good
+        one), so that no search waits for it: what a server does before it takes requests."""
+        for (org_id,) in self._db.tuples("indexed_orgs", {}):
+            self._fresh_entry(str(org_id))
+
+    def close(self) -> None:
+        """Write the snapshots of indexes that moved on since their last one, then stop."""
+        snapshots, self._snapshots = self._snapshots, None
+        if snapshots is None:
+            return
+        with self._lock:
+            entries = list(self._indexes.items())
+        for org_id, entry in entries:
+            with entry.lock:
+                if entry.seq >= 0 and snapshots.wants(org_id, entry.seq, built=True):
+                    snapshots.queue(entry.index, self._snapshot(snapshots, org_id, entry.seq))
+        snapshots.close()
 
     def forget(self) -> None:
         """Make every index catch up from scratch at its next search (after a rollback)."""
@@ -110,9 +147,14 @@ class SearchIndexes:
             seq, pruned = (int(state[0][0]), int(state[0][1])) if state else (0, 0)
             if entry.seq == seq:
                 return entry, seq
+            snapshots = self._snapshots
+            built = False
+            if entry.seq < 0 and snapshots is not None:
+                self._load_snapshot(snapshots, org_id, entry, seq, pruned)
             if entry.seq < 0 or entry.seq < pruned:
                 entry.rows.clear()
                 entry.index = self._build_index(org_id)
+                built = True
             else:
                 since = {"org_id": org_id, "seq": entry.seq}
                 changed = [int(r["learning_id"]) for r in self._db.all("changed_since", since)]
@@ -121,7 +163,43 @@ class SearchIndexes:
                 entry.index.remove(changed)
                 entry.index.upsert(IndexRow.of(r) for r in rows.learnings_by_ids(self._db, org_id, changed))
             entry.seq = seq
+            if snapshots is not None and snapshots.wants(org_id, seq, built=built, rows=len(entry.index)):
+                snapshots.queue(entry.index, self._snapshot(snapshots, org_id, seq))
             return entry, seq
+
+    def _load_snapshot(
+        self, snapshots: index_file.Snapshots, org_id: str, entry: _OrgIndex, seq: int, pruned: int
+    ) -> None:
+        """Start ``entry`` from the org's snapshot if the database's history since it is in
+        the change log and is the history the snapshot saw; else leave it to be built."""
+        found = snapshots.load(org_id)
+        if found is None:
+            return
+        snapshot, index = found
+        if not pruned <= snapshot.seq <= seq:
+            log.info(
+                "not using the search snapshot of org %s: at %s, the log holds %s..%s",
+                org_id,
+                snapshot.seq,
+                pruned,
+                seq,
+            )
+            return
+        if not index_file.same_history(snapshot.tail, self._tail(org_id, snapshot.seq)):
+            log.info("not using the search snapshot of org %s: the database has another history", org_id)
+            return
+        entry.rows.clear()
+        entry.index, entry.seq = index, snapshot.seq
+        log.info(
+            "search index of org %s from its snapshot at %s (the log is at %s)", org_id, snapshot.seq, seq
+        )
+
+    def _snapshot(self, snapshots: index_file.Snapshots, org_id: str, seq: int) -> index_file.Snapshot:
+        return index_file.Snapshot(org_id, seq, self._tail(org_id, seq), snapshots.database)
+
+    def _tail(self, org_id: str, seq: int) -> index_file.Tail:
+        found = self._db.tuples("changes_at", {"org_id": org_id, "seq": seq})
+        return tuple((int(i), str(h), int(t)) for i, h, t in found)
 
     def _build_index(self, org_id: str) -> LearningIndex:
         """Bulk-load an org's index, streaming rows grouped by scope (see ``LearningIndex.load``)."""

@@ -86,7 +86,7 @@ fts AS (
         FROM learnings
         WHERE org_id = %(org_id)s AND ({where}) AND tsv @@ to_tsquery('english', %(tsquery)s)
         ORDER BY score DESC, id
-        LIMIT %(limit)s
+        LIMIT %(fts_limit)s  -- down to the scope's floor (SearchStatement.fts_limit)
     ) top
 )
 

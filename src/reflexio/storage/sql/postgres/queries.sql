@@ -9,9 +9,13 @@
 SELECT 1
 
 -- name: insert_request
-INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
-VALUES (%(org_id)s, %(request_id)s, %(user_id)s, %(session_id)s, %(source)s, %(agent_version)s,
-        %(created_at)s, %(payload_hash)s)
+INSERT INTO requests (
+    org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+    skip_aggregation
+) VALUES (
+    %(org_id)s, %(request_id)s, %(user_id)s, %(session_id)s, %(source)s, %(agent_version)s,
+    %(created_at)s, %(payload_hash)s, %(skip_aggregation)s
+)
 
 -- name: insert_interaction
 INSERT INTO interactions (
@@ -27,11 +31,13 @@ INSERT INTO interactions (
 RETURNING id
 
 -- name: get_request
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = %(org_id)s AND request_id = %(request_id)s
 
 -- name: list_requests
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = %(org_id)s AND ({where})
 ORDER BY created_at DESC, request_id COLLATE "C" DESC LIMIT %(limit)s OFFSET %(offset)s
 
@@ -143,6 +149,19 @@ RETURNING id
 
 -- name: list_evaluations
 SELECT * FROM evaluations WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
+
+-- name: session_verdict_days
+-- Session verdicts tallied per day of a window (see Storage.session_verdict_days).
+SELECT floor((created_at - %(start)s) / %(day)s)::bigint AS day,
+       count(*) AS judged,
+       count(*) FILTER (WHERE result->'is_success' = 'true'::jsonb) AS succeeded,
+       coalesce(sum(CASE WHEN jsonb_typeof(result->'number_of_correction_per_session') = 'number'
+                         THEN (result->>'number_of_correction_per_session')::numeric END), 0)::bigint AS corrections,
+       count(*) FILTER (WHERE result->'is_escalated' = 'true'::jsonb) AS escalated,
+       count(*) FILTER (WHERE coalesce(result->>'regular_vs_shadow', '') <> '') AS shadow_judged,
+       count(*) FILTER (WHERE result->>'regular_vs_shadow' IN ('shadow_is_better', 'shadow_is_slightly_better')) AS shadow_won
+FROM evaluations WHERE org_id = %(org_id)s AND ({where})
+GROUP BY 1 ORDER BY 1
 
 -- name: get_bookmark
 SELECT org_id, user_id, extractor, last_interaction_id, updated_at
@@ -388,3 +407,128 @@ GROUP BY org_id, task, status
 SELECT org_id, model, coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
        coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
 FROM llm_usage GROUP BY org_id, model
+
+-- name: insert_outcome
+INSERT INTO session_outcomes (
+    org_id, outcome_id, session_id, user_id, revision, outcome, occurred_at, source, label, value,
+    metadata, created_at
+) VALUES (
+    %(org_id)s, %(outcome_id)s, %(session_id)s, %(user_id)s,
+    (SELECT coalesce(max(revision), 0) + 1 FROM session_outcomes
+     WHERE org_id = %(org_id)s AND session_id = %(session_id)s AND user_id = %(user_id)s),
+    %(outcome)s, %(occurred_at)s, %(source)s, %(label)s, %(value)s, %(metadata)s, %(created_at)s
+)
+RETURNING id, revision
+
+-- name: list_outcomes
+SELECT * FROM session_outcomes o WHERE org_id = %(org_id)s AND ({where})
+ORDER BY occurred_at DESC, id DESC LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: latest_outcome_only
+NOT EXISTS (SELECT 1 FROM session_outcomes n WHERE n.org_id = o.org_id AND n.session_id = o.session_id
+            AND n.user_id = o.user_id AND n.revision > o.revision)
+
+-- name: clear_user_outcomes
+DELETE FROM session_outcomes WHERE org_id = %(org_id)s AND user_id = %(user_id)s
+
+-- name: record_exposure
+INSERT INTO session_exposures (org_id, session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at)
+VALUES (%(org_id)s, %(session_id)s, %(user_id)s, %(kind)s, %(learning_id)s, %(withheld)s, %(holdout_rate)s,
+        %(served_at)s)
+ON CONFLICT DO NOTHING
+
+-- name: learning_exposures
+SELECT session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at FROM session_exposures
+WHERE org_id = %(org_id)s AND kind = %(kind)s AND learning_id = ANY(%(ids)s::text[])
+ORDER BY served_at
+
+-- name: most_exposed
+SELECT kind, learning_id, count(*) AS sessions FROM session_exposures
+WHERE org_id = %(org_id)s AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
+GROUP BY kind, learning_id ORDER BY sessions DESC, max(served_at) DESC LIMIT %(limit)s
+
+-- name: delete_session_evaluations
+DELETE FROM evaluations WHERE org_id = %(org_id)s AND user_id = %(user_id)s AND session_id = %(session_id)s
+    AND kind = ANY(%(kinds)s::text[])
+
+-- name: insert_reflection_action
+INSERT INTO reflection_actions (
+    org_id, learning_id, kind, action, reason, evidence, status_before, status_after,
+    related_learning_id, actor, job_id, created_at
+) VALUES (
+    %(org_id)s, %(learning_id)s, %(kind)s, %(action)s, %(reason)s, %(evidence)s, %(status_before)s,
+    %(status_after)s, %(related_learning_id)s, %(actor)s, %(job_id)s, %(created_at)s
+)
+RETURNING id
+
+-- name: list_reflection_actions
+SELECT * FROM reflection_actions WHERE org_id = %(org_id)s AND ({where}) ORDER BY id DESC LIMIT %(limit)s
+
+-- name: revert_reflection_action
+UPDATE reflection_actions SET reverted_at = %(reverted_at)s, reverted_by = %(reverted_by)s,
+    revert_note = %(revert_note)s
+WHERE org_id = %(org_id)s AND id = %(id)s AND reverted_at IS NULL
+
+-- name: clear_user_reflection_actions
+DELETE FROM reflection_actions WHERE org_id = %(org_id)s AND learning_id = ANY(%(ids)s::bigint[])
+
+-- name: list_clusters
+SELECT * FROM aggregation_clusters
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s
+ORDER BY id
+
+-- name: insert_cluster
+INSERT INTO aggregation_clusters (
+    org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
+    agent_playbook_id, revision_id, updated_at
+) VALUES (
+    %(org_id)s, %(agent_version)s, %(playbook_name)s, %(member_ids)s, %(fingerprint)s,
+    %(decided_fingerprint)s, %(agent_playbook_id)s, %(revision_id)s, %(updated_at)s
+)
+RETURNING id
+
+-- name: update_cluster
+UPDATE aggregation_clusters SET member_ids = %(member_ids)s, fingerprint = %(fingerprint)s,
+    decided_fingerprint = %(decided_fingerprint)s, agent_playbook_id = %(agent_playbook_id)s,
+    revision_id = %(revision_id)s, updated_at = %(updated_at)s
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s AND id = %(id)s
+
+-- name: delete_clusters
+DELETE FROM aggregation_clusters
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s AND id = ANY(%(ids)s::bigint[])
+
+-- name: insert_proposal
+INSERT INTO agent_playbook_proposals (
+    org_id, agent_playbook_id, cluster_id, member_ids, user_ids, revises_id,
+    follows_rejection_id, job_id, created_at
+) VALUES (
+    %(org_id)s, %(agent_playbook_id)s, %(cluster_id)s, %(member_ids)s, %(user_ids)s,
+    %(revises_id)s, %(follows_rejection_id)s, %(job_id)s, %(created_at)s
+)
+ON CONFLICT (org_id, agent_playbook_id) DO UPDATE SET cluster_id = excluded.cluster_id,
+    member_ids = excluded.member_ids, user_ids = excluded.user_ids,
+    revises_id = excluded.revises_id, follows_rejection_id = excluded.follows_rejection_id,
+    job_id = excluded.job_id, created_at = excluded.created_at
+
+-- name: get_proposals
+SELECT * FROM agent_playbook_proposals
+WHERE org_id = %(org_id)s AND agent_playbook_id = ANY(%(ids)s::bigint[])
+ORDER BY agent_playbook_id
+
+-- name: insert_change_log
+INSERT INTO aggregation_change_logs (
+    org_id, agent_version, playbook_name, run_mode, added, removed, updated, job_id, created_at
+) VALUES (
+    %(org_id)s, %(agent_version)s, %(playbook_name)s, %(run_mode)s, %(added)s, %(removed)s,
+    %(updated)s, %(job_id)s, %(created_at)s
+)
+RETURNING id
+
+-- name: list_change_logs
+SELECT * FROM aggregation_change_logs
+WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
+  AND playbook_name = %(playbook_name)s
+ORDER BY id DESC LIMIT %(limit)s

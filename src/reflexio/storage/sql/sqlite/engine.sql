@@ -77,6 +77,23 @@ SELECT learning_seq, pruned_seq FROM org_state WHERE org_id = :org_id
 -- name: changed_since
 SELECT DISTINCT learning_id FROM learning_changes WHERE org_id = :org_id AND seq > :seq
 
+-- name: changes_at
+-- What a search-index snapshot fingerprints: the learnings changed at its sequence number, with
+-- their text hash and time while no later write has changed them ('' and 0 once one has).
+SELECT c.learning_id,
+       CASE WHEN l.seq = c.seq THEN l.text_hash ELSE '' END,
+       CASE WHEN l.seq = c.seq THEN l.updated_at ELSE 0 END
+FROM learning_changes c LEFT JOIN learnings l ON l.id = c.learning_id AND l.org_id = c.org_id
+WHERE c.org_id = :org_id AND c.seq = :seq
+ORDER BY c.learning_id
+
+-- name: database_name
+SELECT name FROM database_identity
+
+-- name: indexed_orgs
+-- The orgs with learnings (or once with them), those first whose indexes changed most.
+SELECT org_id FROM org_state ORDER BY learning_seq DESC
+
 -- name: index_order
 -- The order the search index loads an org in: each scope's rows together (see storage.index).
 SELECT id FROM learnings WHERE org_id = :org_id ORDER BY kind, user_id, agent_version, id

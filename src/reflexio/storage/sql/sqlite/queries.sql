@@ -10,8 +10,13 @@
 SELECT 1
 
 -- name: insert_request
-INSERT INTO requests (org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash)
-VALUES (:org_id, :request_id, :user_id, :session_id, :source, :agent_version, :created_at, :payload_hash)
+INSERT INTO requests (
+    org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+    skip_aggregation
+) VALUES (
+    :org_id, :request_id, :user_id, :session_id, :source, :agent_version, :created_at, :payload_hash,
+    :skip_aggregation
+)
 
 -- name: insert_interaction
 INSERT INTO interactions (
@@ -26,7 +31,8 @@ INSERT INTO interactions (
 RETURNING id
 
 -- name: get_request
-SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash
+SELECT org_id, request_id, user_id, session_id, source, agent_version, created_at, payload_hash,
+       skip_aggregation
 FROM requests WHERE org_id = :org_id AND request_id = :request_id
 
 -- name: list_requests
@@ -129,6 +135,18 @@ RETURNING id
 
 -- name: list_evaluations
 SELECT * FROM evaluations WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
+
+-- name: session_verdict_days
+-- Session verdicts tallied per day of a window (see Storage.session_verdict_days).
+SELECT CAST((created_at - :start) / :day AS INTEGER) AS day,
+       count(*) AS judged,
+       sum(json_extract(result, '$.is_success') = 1) AS succeeded,
+       sum(coalesce(json_extract(result, '$.number_of_correction_per_session'), 0)) AS corrections,
+       sum(json_extract(result, '$.is_escalated') = 1) AS escalated,
+       sum(coalesce(json_extract(result, '$.regular_vs_shadow'), '') <> '') AS shadow_judged,
+       sum(json_extract(result, '$.regular_vs_shadow') IN ('shadow_is_better', 'shadow_is_slightly_better')) AS shadow_won
+FROM evaluations WHERE org_id = :org_id AND ({where})
+GROUP BY 1 ORDER BY 1
 
 -- name: get_bookmark
 SELECT org_id, user_id, extractor, last_interaction_id, updated_at
@@ -370,3 +388,124 @@ GROUP BY org_id, task, status
 SELECT org_id, model, coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
        coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
 FROM llm_usage GROUP BY org_id, model
+
+-- name: insert_outcome
+INSERT INTO session_outcomes (
+    org_id, outcome_id, session_id, user_id, revision, outcome, occurred_at, source, label, value,
+    metadata, created_at
+) VALUES (
+    :org_id, :outcome_id, :session_id, :user_id,
+    (SELECT coalesce(max(revision), 0) + 1 FROM session_outcomes
+     WHERE org_id = :org_id AND session_id = :session_id AND user_id = :user_id),
+    :outcome, :occurred_at, :source, :label, :value, :metadata, :created_at
+)
+RETURNING id, revision
+
+-- name: list_outcomes
+SELECT * FROM session_outcomes o WHERE org_id = :org_id AND ({where})
+ORDER BY occurred_at DESC, id DESC LIMIT :limit OFFSET :offset
+
+-- name: latest_outcome_only
+NOT EXISTS (SELECT 1 FROM session_outcomes n WHERE n.org_id = o.org_id AND n.session_id = o.session_id
+            AND n.user_id = o.user_id AND n.revision > o.revision)
+
+-- name: clear_user_outcomes
+DELETE FROM session_outcomes WHERE org_id = :org_id AND user_id = :user_id
+
+-- name: record_exposure
+INSERT INTO session_exposures (org_id, session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at)
+VALUES (:org_id, :session_id, :user_id, :kind, :learning_id, :withheld, :holdout_rate, :served_at)
+ON CONFLICT DO NOTHING
+
+-- name: learning_exposures
+SELECT session_id, user_id, kind, learning_id, withheld, holdout_rate, served_at FROM session_exposures
+WHERE org_id = :org_id AND kind = :kind AND learning_id IN (SELECT value FROM json_each(:ids))
+ORDER BY served_at
+
+-- name: most_exposed
+SELECT kind, learning_id, count(*) AS sessions FROM session_exposures
+WHERE org_id = :org_id AND (:kind IS NULL OR kind = :kind)
+GROUP BY kind, learning_id ORDER BY sessions DESC, max(served_at) DESC LIMIT :limit
+
+-- name: delete_session_evaluations
+DELETE FROM evaluations WHERE org_id = :org_id AND user_id = :user_id AND session_id = :session_id
+    AND kind IN (SELECT value FROM json_each(:kinds))
+
+-- name: insert_reflection_action
+INSERT INTO reflection_actions (
+    org_id, learning_id, kind, action, reason, evidence, status_before, status_after,
+    related_learning_id, actor, job_id, created_at
+) VALUES (
+    :org_id, :learning_id, :kind, :action, :reason, :evidence, :status_before, :status_after,
+    :related_learning_id, :actor, :job_id, :created_at
+)
+RETURNING id
+
+-- name: list_reflection_actions
+SELECT * FROM reflection_actions WHERE org_id = :org_id AND ({where}) ORDER BY id DESC LIMIT :limit
+
+-- name: revert_reflection_action
+UPDATE reflection_actions SET reverted_at = :reverted_at, reverted_by = :reverted_by, revert_note = :revert_note
+WHERE org_id = :org_id AND id = :id AND reverted_at IS NULL
+
+-- name: clear_user_reflection_actions
+DELETE FROM reflection_actions WHERE org_id = :org_id AND learning_id IN (SELECT value FROM json_each(:ids))
+
+-- name: list_clusters
+SELECT * FROM aggregation_clusters
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+ORDER BY id
+
+-- name: insert_cluster
+INSERT INTO aggregation_clusters (
+    org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
+    agent_playbook_id, revision_id, updated_at
+) VALUES (
+    :org_id, :agent_version, :playbook_name, :member_ids, :fingerprint, :decided_fingerprint,
+    :agent_playbook_id, :revision_id, :updated_at
+)
+RETURNING id
+
+-- name: update_cluster
+UPDATE aggregation_clusters SET member_ids = :member_ids, fingerprint = :fingerprint,
+    decided_fingerprint = :decided_fingerprint, agent_playbook_id = :agent_playbook_id,
+    revision_id = :revision_id, updated_at = :updated_at
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+  AND id = :id
+
+-- name: delete_clusters
+DELETE FROM aggregation_clusters
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+  AND id IN (SELECT value FROM json_each(:ids))
+
+-- name: insert_proposal
+INSERT INTO agent_playbook_proposals (
+    org_id, agent_playbook_id, cluster_id, member_ids, user_ids, revises_id,
+    follows_rejection_id, job_id, created_at
+) VALUES (
+    :org_id, :agent_playbook_id, :cluster_id, :member_ids, :user_ids, :revises_id,
+    :follows_rejection_id, :job_id, :created_at
+)
+ON CONFLICT (org_id, agent_playbook_id) DO UPDATE SET cluster_id = excluded.cluster_id,
+    member_ids = excluded.member_ids, user_ids = excluded.user_ids,
+    revises_id = excluded.revises_id, follows_rejection_id = excluded.follows_rejection_id,
+    job_id = excluded.job_id, created_at = excluded.created_at
+
+-- name: get_proposals
+SELECT * FROM agent_playbook_proposals
+WHERE org_id = :org_id AND agent_playbook_id IN (SELECT value FROM json_each(:ids))
+ORDER BY agent_playbook_id
+
+-- name: insert_change_log
+INSERT INTO aggregation_change_logs (
+    org_id, agent_version, playbook_name, run_mode, added, removed, updated, job_id, created_at
+) VALUES (
+    :org_id, :agent_version, :playbook_name, :run_mode, :added, :removed, :updated, :job_id,
+    :created_at
+)
+RETURNING id
+
+-- name: list_change_logs
+SELECT * FROM aggregation_change_logs
+WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
+ORDER BY id DESC LIMIT :limit

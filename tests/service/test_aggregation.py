@@ -1,0 +1,232 @@
+"""Aggregation runs as durable jobs: the gate, unchanged clusters for free, revisions of approved
+playbooks, rejections not re-proposed from the same evidence, auto-approval, and the LLM path."""
+
+from __future__ import annotations
+
+import time
+
+from reflexio.filters import LearningFilter
+from reflexio.jobs import Worker
+from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
+from reflexio.learn.review import Action
+from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
+from reflexio.models.api_aggregation import (
+    GetLearningProvenanceRequest,
+    PlaybookAggregationOperationRequest,
+    PlaybookAggregationResult,
+)
+from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
+from reflexio.service import aggregation, provenance
+from reflexio.service import publish as pub
+from reflexio.service.core import Core
+from reflexio.service.review import review
+from reflexio.service.review_queue import review_queue
+from reflexio.service.workers import handlers
+from reflexio.testing import ScriptedLLM
+
+ORG = "o"
+VERSION = "shop@1"
+REFUND = [
+    "Ask for the order number before issuing a refund.",
+    "Always ask for the order number before you issue a refund.",
+    "Before issuing any refund, ask the customer for the order number.",
+    "Ask for the customer's order number before issuing the refund.",
+    "Ask for the order number first, before issuing a refund.",
+]
+
+
+def teach(core: Core, user: str, content: str, trigger: str = "A customer asks for a refund") -> int:
+    row = Learning(
+        org_id=ORG,
+        kind=LearningKind.USER_PLAYBOOK,
+        user_id=user,
+        agent_version=VERSION,
+        playbook_name="playbook",
+        content=content,
+        trigger=trigger,
+    )
+    (saved,) = core.storage.save_learnings([row], Audit(actor="test"))
+    return saved.id
+
+
+def run(core: Core, *, full: bool = False) -> PlaybookAggregationResult:
+    op = aggregation.submit(core, ORG, PlaybookAggregationOperationRequest(agent_version=VERSION, full=full))
+    worker = Worker(core.storage, handlers(core))
+    while worker.run_once():
+        pass
+    done = aggregation.get_operation(core, ORG, op.operation_id)
+    assert done.status == "succeeded", done
+    assert done.result is not None
+    return done.result
+
+
+def agent_playbooks(core: Core, *statuses: LearningStatus) -> list[Learning]:
+    where = LearningFilter(
+        kinds=(LearningKind.AGENT_PLAYBOOK,), statuses=statuses or (LearningStatus.CURRENT,)
+    )
+    return core.storage.get_learnings(ORG, where)
+
+
+def test_a_lesson_of_enough_users_becomes_one_pending_agent_playbook(core: Core) -> None:
+    ids = [teach(core, f"u{n}", text) for n, text in enumerate(REFUND[:3])]
+    teach(core, "u9", "Recommend ThinkPads rather than MacBooks.", trigger="A Linux user wants a laptop")
+    result = run(core)
+    assert result.playbooks_generated == 1 and result.user_playbooks_processed == 4
+    assert result.clusters_found == 2 and result.below_gate == 1  # one user's preference is no rule
+    (playbook,) = agent_playbooks(core)
+    assert playbook.approval is Approval.PENDING and "order number" in playbook.content
+    (proposal,) = core.storage.get_proposals(ORG, [playbook.id])
+    assert set(proposal.member_ids) == set(ids) and proposal.user_ids == ("u0", "u1", "u2")
+    (log,) = core.storage.list_change_logs(ORG, VERSION, "playbook", limit=5)
+    assert [s["agent_playbook_id"] for s in log.added] == [playbook.id]
+
+
+def test_unchanged_clusters_cost_nothing(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    before = [(r.id, r.updated_at) for r in agent_playbooks(core)]
+    clusters = core.storage.list_clusters(ORG, VERSION, "playbook")
+    again = run(core)
+    assert again.clusters_unchanged == again.clusters_found and again.clusters_changed == 0
+    assert again.aggregator_calls == 0 and again.playbooks_generated == 0
+    assert [(r.id, r.updated_at) for r in agent_playbooks(core)] == before
+    assert core.storage.list_clusters(ORG, VERSION, "playbook") == clusters
+    assert len(core.storage.list_change_logs(ORG, VERSION, "playbook", limit=5)) == 1
+
+
+def test_an_approved_playbook_is_revised_never_overwritten(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    (approved,) = agent_playbooks(core)
+    review(core, ORG, approved.id, Action.APPROVE, actor="local")
+    teach(core, "u3", REFUND[3])
+    teach(core, "u4", REFUND[4])
+    result = run(core)
+    assert result.revisions_proposed == 1
+    rows = {r.id: r for r in agent_playbooks(core)}
+    assert rows[approved.id].content == approved.content and rows[approved.id].approval is Approval.APPROVED
+    (revision,) = [r for r in rows.values() if r.id != approved.id]
+    assert revision.approval is Approval.PENDING
+    (proposal,) = core.storage.get_proposals(ORG, [revision.id])
+    assert proposal.revises_id == approved.id and len(proposal.user_ids) == 5
+    review(core, ORG, revision.id, Action.APPROVE, actor="local")  # archives the old version
+    (old,) = agent_playbooks(core, LearningStatus.SUPERSEDED)
+    assert old.id == approved.id and old.superseded_by == revision.id
+    assert [r.id for r in agent_playbooks(core)] == [revision.id]
+    assert (
+        "replaced by its approved revision" in core.storage.list_events(ORG, learning_ids=[old.id])[0].reason
+    )
+    assert run(core).revisions_proposed == 0  # the approved revision now speaks for the cluster
+
+
+def test_a_rejection_is_not_re_proposed_from_the_same_evidence(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    (rejected,) = agent_playbooks(core)
+    review(core, ORG, rejected.id, Action.REJECT, actor="local", note="not our policy")
+    run(core, full=True)  # even a full rebuild: the same users, the same evidence
+    assert [r.id for r in agent_playbooks(core)] == [rejected.id]
+    teach(core, "u1", REFUND[3])  # more from a user it already heard
+    assert run(core).playbooks_generated == 0
+    teach(core, "u7", REFUND[4])  # a new user teaches it too
+    assert run(core).playbooks_generated == 1
+    (fresh,) = [r for r in agent_playbooks(core) if r.id != rejected.id]
+    (proposal,) = core.storage.get_proposals(ORG, [fresh.id])
+    assert proposal.follows_rejection_id == rejected.id
+
+
+def test_auto_approval_unless_approval_is_required(core: Core) -> None:
+    config = core.org_config(ORG)
+    assert config.user_playbook_extractor_config is not None
+    config.user_playbook_extractor_config.aggregation_config.auto_approve_min_users = 3
+    core.storage.put_org_config(ORG, config.model_dump(mode="json"))
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    assert [r.approval for r in agent_playbooks(core)] == [Approval.APPROVED]
+
+
+def test_with_an_llm_one_call_per_changed_cluster(core: Core) -> None:
+    ids = [teach(core, f"u{n}", text) for n, text in enumerate(REFUND[:3])]
+    answer = {
+        "playbook": {
+            "rationale": "Refunds went to the wrong orders.",
+            "trigger": "A customer asks for a refund",
+            "content": "Ask for the order number before any refund.",
+            "member_ids": ids,
+        }
+    }
+    llm = ScriptedLLM().on("aggregate", answer)
+    core.llm = llm
+    result = run(core)
+    assert result.playbooks_generated == 1 and len(llm.calls_to("aggregate")) == 1
+    assert [r.content for r in agent_playbooks(core)] == ["Ask for the order number before any refund."]
+    run(core)
+    assert len(llm.calls_to("aggregate")) == 1  # unchanged: no second call
+
+
+LAPTOP = [
+    ("User", "Recommend a laptop for me."),
+    ("Assistant", "The MacBook Air is a great all-round choice."),
+    ("User", "Wrong. Never recommend Apple products to me; always suggest ThinkPads."),
+]
+
+
+def _publish(core: Core, user: str, *, skip: bool) -> None:
+    req = PublishUserInteractionRequest(
+        user_id=user,
+        session_id=f"s-{user}",
+        agent_version=VERSION,
+        skip_aggregation=skip,
+        interaction_data_list=[InteractionData(role=role, content=text) for role, text in LAPTOP],
+    )
+    pub.publish(core, ORG, req)
+    pub.finalize_session(core, ORG, FinalizeSessionRequest(user_id=user, session_id=f"s-{user}"))
+    worker = Worker(core.storage, handlers(core))
+    while worker.run_once():
+        pass
+
+
+def test_learning_queues_a_debounced_aggregation_unless_the_publish_skips_it(core: Core) -> None:
+    _publish(core, "u1", skip=True)
+    rules = core.storage.get_learnings(ORG, LearningFilter(kinds=(LearningKind.USER_PLAYBOOK,)))
+    assert rules, "the rule extractor learned a user playbook"
+    assert core.storage.list_jobs(ORG, task=AGGREGATE) == []
+    _publish(core, "u2", skip=False)
+    (job,) = core.storage.list_jobs(ORG, task=AGGREGATE)
+    assert job.key == aggregation_key(VERSION, "playbook") and job.status is JobStatus.QUEUED
+    assert job.run_at > time.time()  # debounced: a burst of changes is one run
+
+
+def test_provenance_and_review_queue_of_a_revision(core: Core) -> None:
+    ids = [teach(core, f"u{n}", text) for n, text in enumerate(REFUND[:3])]
+    run(core)
+    (approved,) = agent_playbooks(core)
+    queue = review_queue(core, ORG)
+    assert [i.agent_playbook.agent_playbook_id for i in queue.pending] == [approved.id]
+    assert queue.pending[0].distinct_users == 3 and queue.pending[0].revises is None
+    assert {p.user_playbook_id for p in queue.pending[0].source_user_playbooks} == set(ids)
+    review(core, ORG, approved.id, Action.APPROVE, actor="local")
+    teach(core, "u3", REFUND[3])
+    teach(core, "u4", REFUND[4])
+    run(core)
+    queue = review_queue(core, ORG, agent_version=VERSION)
+    (item,) = queue.pending
+    assert item.revises is not None and item.revises.agent_playbook_id == approved.id
+    assert item.distinct_users == 5
+    assert queue.counts == {"pending": 1, "approved": 1, "rejected": 0, "archived": 0}
+    found = provenance.get_learning_provenance(
+        core,
+        ORG,
+        GetLearningProvenanceRequest(kind="agent_playbook", id=str(item.agent_playbook.agent_playbook_id)),
+    )
+    assert found.distinct_users == 5 and found.revises_agent_playbook_id == approved.id
+    assert len(found.source_user_playbooks) == 5
+    assert found.provenance_status == "best_effort"  # added by hand: they cite no interactions
+    by_hand = provenance.get_learning_provenance(
+        core, ORG, GetLearningProvenanceRequest(kind="agent_playbook", id=str(approved.id))
+    )
+    assert by_hand.distinct_users == 3
