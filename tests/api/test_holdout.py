@@ -48,7 +48,7 @@ def _session(client: TestClient, user: str, session: str, served: list[str], res
 def test_search_withholds_exactly_the_hashed_sessions_and_the_lift_compares_them(
     client: TestClient, core: Core
 ) -> None:
-    ok(client.post("/api/update_config", json={"holdout_rate": 0.3}))
+    ok(client.post("/api/update_config", json={"holdout_rate": 0.3, "holdout_warmup_seconds": 0}))
     rule = _rule(client)
     expected = {f"s{i}": withheld(ORG, "agent_playbook", rule, f"s{i}", 0.3) for i in range(SESSIONS)}
     assert 0 < sum(expected.values()) < SESSIONS  # both arms are present at this rate
@@ -73,6 +73,18 @@ def test_search_withholds_exactly_the_hashed_sessions_and_the_lift_compares_them
     lift = impact["lift"]
     assert lift["value"] == round(reference.value, 6) and lift["users"] == 8
     assert (lift["low"], lift["high"]) == (round(reference.low or 0, 6), round(reference.high or 0, 6))
+
+
+def test_a_learning_younger_than_the_warmup_is_always_served(client: TestClient, core: Core) -> None:
+    """A fresh install or a newly taught lesson is not a coin flip: the holdout starts later."""
+    ok(client.post("/api/update_config", json={"holdout_rate": 0.5}))
+    rule = _rule(client)
+    sessions = [f"s{i}" for i in range(SESSIONS)]
+    assert any(withheld(ORG, "agent_playbook", rule, s, 0.5) for s in sessions)  # it would be
+    assert all(_search(client, "u1", s) == [rule] for s in sessions)
+    decisions = core.storage.learning_exposures(ORG, "agent_playbook", [rule])
+    assert len(decisions) == SESSIONS
+    assert all(not d.withheld and d.holdout_rate == 0.0 for d in decisions)  # not randomised
 
 
 def test_an_experiment_splits_users_by_hash_and_reports_the_clustered_lift(

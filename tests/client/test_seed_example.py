@@ -55,10 +55,6 @@ def server_url(tmp_path: Path) -> Iterator[str]:
     served in ``session_001``, so they must not share a server.
     """
     with running_server(tmp_path) as url, ReflexioClient(url_endpoint=url) as client:
-        # The per-learning holdout is a hash of (learning, session): on a fresh server the
-        # seed's agent playbook (id 3) happens to be a control of session_001, so the example
-        # would be served two learnings of three. The example shows serving, not the holdout.
-        client.update_config({"holdout_rate": 0})
         client.add_user_profile([{"user_id": USER, "content": "Prefers lightweight laptops for travel"}])
         client.add_user_playbook(
             [

@@ -11,7 +11,8 @@ from reflexio.storage.job_queue import LEASE_EXPIRED
 
 def job(task: str = "extract", key: str | None = "u1", **kw: object) -> Job:
     kw.setdefault("payload", {"user_id": "u1"})
-    return Job(org_id="o1", task=task, key=key, **kw)  # type: ignore[arg-type]
+    kw.setdefault("org_id", "o1")
+    return Job(task=task, key=key, **kw)  # type: ignore[arg-type]
 
 
 def test_a_queued_key_is_never_duplicated(storage: Storage) -> None:
@@ -42,6 +43,15 @@ def test_claim_leases_due_jobs_once(storage: Storage) -> None:
     assert first[0].status is JobStatus.RUNNING and first[0].lease_owner == "w1" and first[0].attempts == 1
     assert storage.claim_jobs("w3", limit=10, lease_seconds=30) == []
     assert storage.claim_jobs("w3", limit=10, lease_seconds=30, tasks=["other"]) == []
+
+
+def test_a_claim_scoped_to_an_org_leaves_other_orgs_jobs(storage: Storage) -> None:
+    storage.enqueue_jobs([job(key="a"), job(key="b", org_id="o2")])
+    assert storage.claim_jobs("w1", limit=10, lease_seconds=30, org_id="o3") == []
+    mine = storage.claim_jobs("w1", limit=10, lease_seconds=30, org_id="o2")
+    assert [(j.org_id, j.key) for j in mine] == [("o2", "b")]
+    rest = storage.claim_jobs("w2", limit=10, lease_seconds=30)
+    assert [(j.org_id, j.key) for j in rest] == [("o1", "a")]
 
 
 def test_expired_leases_are_claimable_and_heartbeats_keep_them(storage: Storage) -> None:

@@ -659,6 +659,10 @@ class Config(_Strict):
     # effect on outcomes can be measured. 0 turns it off. Profiles are facts the user stated
     # and are not withheld by default; behaviour rules are.
     holdout_rate: float = Field(default=0.05, ge=0.0, le=0.5)
+    # A learning is withheld only once it is this old: a fresh install, a demo or a newly
+    # taught lesson is served every time, and its first day is not a coin flip a newcomer can
+    # lose; afterwards the randomised holdout measures it as above. 0 randomises at once.
+    holdout_warmup_seconds: int = Field(default=86_400, ge=0, le=90 * 86_400)
     holdout_kinds: list[HoldoutKind] = Field(default_factory=lambda: list(_HOLDOUT_KINDS))
     reflection_policy: ReflectionPolicy = Field(default_factory=ReflectionPolicy)
 

@@ -226,9 +226,10 @@ def run_and_wait(
     """Submit and wait (up to ``wait_seconds``) for the run: 0.2.32's synchronous
     ``run_playbook_aggregation``, run by the same durable job.
 
-    The waiting request helps the queue: it claims due aggregation jobs itself (leased like
-    any worker's, so a worker elsewhere never runs the same one), so a server started without
-    workers still answers; when a worker already holds the job, it waits for that one.
+    The waiting request helps the queue: it claims its org's due aggregation jobs itself
+    (leased like any worker's, so a worker elsewhere never runs the same one; never another
+    org's), so a server started without workers still answers; when a worker already holds
+    the job, it waits for that one.
     """
     op = submit(core, org_id, req)
     helper = Worker(
@@ -236,6 +237,7 @@ def run_and_wait(
         {AGGREGATE: aggregation_handler(core)},
         name=f"api:{uuid.uuid4().hex[:8]}",
         lease_seconds=core.settings.job_lease_seconds,
+        org_id=org_id,
     )
     deadline = time.monotonic() + wait_seconds
     while op.status not in ("succeeded", "failed") and time.monotonic() < deadline:

@@ -7,8 +7,9 @@ hashes):
   arm gets no learnings at all, and every response says which arm the user is in. A search
   without ``user_id`` cannot be assigned and is refused (422) while an experiment runs.
 * **The per-learning holdout** (ours): each learning that would be served to a session is
-  withheld from it with probability ``holdout_rate`` (for the kinds in ``holdout_kinds``),
-  and the next-best learning takes its place. Every decision — served or withheld, with the
+  withheld from it with probability ``holdout_rate`` (for the kinds in ``holdout_kinds``,
+  once the learning is ``holdout_warmup_seconds`` old), and the next-best learning takes its
+  place. Every decision — served or withheld, with the
   user and the rate — is recorded, which is what each learning's lift is computed from.
 """
 
@@ -21,7 +22,7 @@ from reflexio.errors import ValidationError
 from reflexio.learn.holdout import experiment_arm, withheld
 from reflexio.models import RetrievalExperimentAssignment
 from reflexio.models.org_config import Config
-from reflexio.records import ExposureRecord, Learning
+from reflexio.records import ExposureRecord, Learning, now
 
 __all__ = ["SPARE", "Holdout", "assignment"]
 
@@ -60,13 +61,16 @@ class Holdout:
     user_id: str | None
     rate: float
     kinds: frozenset[str]
+    #: Learnings created after this time are not yet randomised (served, recorded at rate 0).
+    eligible_before: float = 0.0
     decisions: list[ExposureRecord] = field(default_factory=list)
 
     @classmethod
     def of(cls, org_id: str, config: Config, session_id: str | None, user_id: str | None) -> Holdout:
         """The holdout a search runs under (inactive without a session to randomise)."""
         rate = config.holdout_rate if session_id else 0.0
-        return cls(org_id, session_id, user_id, rate, frozenset(config.holdout_kinds))
+        eligible_before = now() - config.holdout_warmup_seconds
+        return cls(org_id, session_id, user_id, rate, frozenset(config.holdout_kinds), eligible_before)
 
     @property
     def active(self) -> bool:
@@ -84,9 +88,8 @@ class Holdout:
             if len(served) >= top_k:
                 break
             kind = row.kind.value
-            out = kind in self.kinds and withheld(
-                self.org_id, kind, row.wire_id, self.session_id or "", self.rate
-            )
+            randomised = kind in self.kinds and row.created_at <= self.eligible_before
+            out = randomised and withheld(self.org_id, kind, row.wire_id, self.session_id or "", self.rate)
             if self.session_id:
                 self.decisions.append(
                     ExposureRecord(
@@ -96,7 +99,7 @@ class Holdout:
                         kind=kind,
                         learning_id=row.wire_id,
                         withheld=out,
-                        holdout_rate=self.rate if kind in self.kinds else 0.0,
+                        holdout_rate=self.rate if randomised else 0.0,
                     )
                 )
             if not out:

@@ -61,6 +61,7 @@ class SqlJobQueue:
         limit: int,
         lease_seconds: float,
         tasks: Sequence[str] | None = None,
+        org_id: str | None = None,
     ) -> list[Job]:
         chosen = None if tasks is None else self.db.dialect.bind_list(list(tasks))
         try:
@@ -68,7 +69,13 @@ class SqlJobQueue:
                 t = now()  # once the write lock is held: what is due, and when leases end
                 buried = db.all("bury_exhausted_jobs", {"error": LEASE_EXPIRED, "now": t})
                 stream.emit(db, [stream.job_dead(r) for r in buried])
-                params = {"worker": worker, "until": t + lease_seconds, "now": t, "tasks": chosen}
+                params = {
+                    "worker": worker,
+                    "until": t + lease_seconds,
+                    "now": t,
+                    "tasks": chosen,
+                    "org_id": org_id,
+                }
                 found = db.all("claim_jobs", {**params, "limit": max(0, limit)})
         except ConflictError:
             # PostgreSQL: a concurrent claim started a job of the same key between this

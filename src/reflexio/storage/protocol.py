@@ -63,8 +63,10 @@ class JobQueue(Protocol):
         limit: int,
         lease_seconds: float,
         tasks: Sequence[str] | None = None,
+        org_id: str | None = None,
     ) -> list[Job]:
-        """Atomically lease due queued jobs (and jobs whose lease expired) to ``worker``."""
+        """Atomically lease due queued jobs (and jobs whose lease expired) to ``worker``; only
+        ``org_id``'s when given (a request helping the queue works for its own org only)."""
         ...
 
     def heartbeat_jobs(self, worker: str, job_ids: Sequence[int], lease_seconds: float) -> list[int]:

@@ -267,6 +267,7 @@ WHERE id IN (
         OR (status = 'running' AND lease_expires_at < %(now)s)
     )
     AND (%(tasks)s::text[] IS NULL OR task = ANY(%(tasks)s::text[]))
+    AND (%(org_id)s::text IS NULL OR org_id = %(org_id)s::text)
     ORDER BY run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

@@ -249,6 +249,7 @@ WHERE id IN (
         OR (j.status = 'running' AND j.lease_expires_at < :now)
     )
     AND (:tasks IS NULL OR j.task IN (SELECT value FROM json_each(:tasks)))
+    AND (:org_id IS NULL OR j.org_id = :org_id)
     ORDER BY j.run_at, j.id
     LIMIT :limit
 )
