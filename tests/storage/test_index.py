@@ -17,7 +17,8 @@ from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.storage import index_file
-from reflexio.storage.index import Hit, IndexRow, LearningIndex
+from reflexio.storage.index import LearningIndex
+from reflexio.storage.index_rows import Hit, IndexRow
 
 WORDS = [
     "coffee",

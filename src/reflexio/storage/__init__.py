@@ -18,7 +18,8 @@ Layout:
   ``rows`` — records to and from rows; ``learning_writes`` — what a learning write means;
 * ``sql/<dialect>/`` — numbered migrations, ``queries.sql`` (the same names in both
   dialects) and ``engine.sql`` (what only that engine's code runs);
-* ``index``, ``postings`` — the in-process BM25 + vector index behind SQLite's search.
+* ``index``, ``index_rows``, ``postings`` — the in-process BM25 + vector index behind SQLite's
+  search; ``index_file`` — its snapshots on disk, so a restart loads it instead of rebuilding.
 
 How to add a table (say, ``verdicts``):
 

@@ -13,8 +13,9 @@ term's postings with the scope by binary search; and rows are clustered by (kind
 version) on bulk load and compaction, so a scope's vectors are one contiguous block that the
 cosine arm reads in place instead of gathering.
 
-The index is a cache: the memory backend feeds it directly, the SQLite backend bulk-loads it
-from the database and then applies changes incrementally (see ``storage.sqlite``). Positions
+The index is a cache: the SQLite backend (``memory://`` included) bulk-loads it from the
+database, or from a snapshot (``index_file``), and then applies changes incrementally (see
+``storage.sqlite_search``). Positions
 are append-only; an update marks the old position dead and appends a new one, and the arrays
 are compacted (and re-clustered) when too many positions are dead or unclustered.
 """
@@ -30,11 +31,12 @@ import numpy as np
 import numpy.typing as npt
 
 from reflexio import ranking
-from reflexio.filters import Candidate, CandidateQuery, LearningFilter, SearchMode
-from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector
+from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
+from reflexio.records import Approval, LearningKind, LearningStatus, Vector
+from reflexio.storage.index_rows import Hit, IndexRow
 from reflexio.storage.postings import Codes, Forward, Positions, Postings, Selection, isin, top
 
-__all__ = ["Hit", "IndexRow", "LearningIndex"]
+__all__ = ["LearningIndex"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -82,86 +84,12 @@ _APPROVALS = {a: i for i, a in enumerate(Approval)}
 
 
 @dataclass(frozen=True, slots=True)
-class IndexRow:
-    """What the index keeps of a learning (no text beyond its tokens)."""
-
-    id: int
-    kind: LearningKind
-    user_id: str | None
-    agent_version: str
-    playbook_name: str
-    request_id: str
-    profile_id: str | None
-    status: LearningStatus
-    approval: Approval | None
-    source: str | None
-    tags: tuple[str, ...]
-    created_at: int
-    updated_at: int
-    expires_at: int
-    embed_model: str
-    tokens: tuple[str, ...]
-    vector: Vector | None
-
-    @classmethod
-    def of(cls, row: Learning) -> IndexRow:
-        """Project a learning onto the indexed fields."""
-        return cls(
-            id=row.id,
-            kind=row.kind,
-            user_id=row.user_id,
-            agent_version=row.agent_version,
-            playbook_name=row.playbook_name,
-            request_id=row.request_id,
-            profile_id=row.profile_id,
-            status=row.status,
-            approval=row.approval,
-            source=row.source,
-            tags=tuple(row.tags),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            expires_at=row.expires_at,
-            embed_model=row.embed_model,
-            tokens=tuple(ranking.tokenize(row.search_text)),
-            vector=row.embedding,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class _Floor:
     """What a search will drop anyway (``CandidateQuery.floor``, ``weights`` and ``pool``)."""
 
     score: float
     weights: ranking.FusionWeights
     pool: int | None
-
-
-@dataclass(slots=True)
-class Hit:
-    """A candidate from the index: storage id plus both arms' scores and ranks."""
-
-    id: int
-    fts_score: float | None
-    fts_norm: float | None
-    fts_rank: int | None
-    vector_score: float | None
-    vector_rank: int | None
-    fts_best: float | None = None
-    fts_floor: float = 0.0
-
-    def candidate(self, learning: Learning, filter_index: int) -> Candidate:
-        """This hit as the storage protocol's ``Candidate``, carrying its row."""
-        return Candidate(
-            learning=learning,
-            filter_index=filter_index,
-            fts_score=self.fts_score,
-            fts_norm=self.fts_norm,
-            fts_rank=self.fts_rank,
-            vector_score=self.vector_score,
-            vector_rank=self.vector_rank,
-            fts_best=self.fts_best,
-            fts_floor=self.fts_floor,
-        )
 
 
 _Term = tuple[IntArray, FloatArray32, float]

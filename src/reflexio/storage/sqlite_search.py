@@ -28,7 +28,8 @@ from reflexio.filters import Candidate, CandidateQuery
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, now
 from reflexio.storage import index_file, rows
 from reflexio.storage.connector import Connector, Params
-from reflexio.storage.index import IndexRow, LearningIndex
+from reflexio.storage.index import LearningIndex
+from reflexio.storage.index_rows import IndexRow
 from reflexio.storage.protocol import iter_chunks
 
 __all__ = ["SearchIndexes", "TupleConnector"]
