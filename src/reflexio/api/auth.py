@@ -23,7 +23,7 @@ from fastapi import Depends
 from starlette.requests import Request
 
 from reflexio.errors import AuthenticationError, PermissionDeniedError
-from reflexio.service import keys
+from reflexio.service import keys, review
 from reflexio.service.callers import is_loopback_client
 from reflexio.service.core import Core
 
@@ -91,13 +91,7 @@ def require_reviewer(caller: Caller, action: str) -> None:
     Raises:
         PermissionDeniedError: The caller's key was not created with ``--reviewer``.
     """
-    if not caller.reviewer:
-        raise PermissionDeniedError(
-            f"this API key may not review agent playbooks ({action}): only the operator on the "
-            "server's machine and keys created with `reflexio keys create --reviewer` may; "
-            "use such a key, or leave the playbook pending for a reviewer",
-            details={"action": action},
-        )
+    review.require_reviewer(caller.reviewer, action)
 
 
 def _bearer(request: Request) -> str:
