@@ -207,11 +207,16 @@ def backend_url(name: str, home: Path) -> Iterator[str]:
 
 
 @contextmanager
-def server_process(env: dict[str, str]) -> Iterator[str]:
-    """The API server in its own process (as deployed), so clients do not share its GIL."""
+def server_process(env: dict[str, str], pids: list[int] | None = None) -> Iterator[str]:
+    """The API server in its own process (as deployed), so clients do not share its GIL.
+
+    ``pids``, when given, receives the server's process id (to read its CPU time).
+    """
     port = _free_port()
     full = {**os.environ, **env, "REFLEXIO_PORT": str(port), "REFLEXIO_LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen([sys.executable, "-m", "reflexio.api.server"], env=full, cwd=ROOT)
+    if pids is not None:
+        pids.append(proc.pid)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, proc)

@@ -12,3 +12,10 @@ def test_to_env_round_trips_every_setting() -> None:
     env = chosen.to_env()
     assert Settings.from_env(env) == chosen
     assert env["OPENAI_API_KEY"] == "sk-x", "provider keys reach the child"
+
+
+def test_litellm_callbacks_are_read_in_order() -> None:
+    from reflexio.config import litellm_callbacks
+
+    assert litellm_callbacks({"REFLEXIO_LITELLM_CALLBACKS": " langfuse, otel ,"}) == ["langfuse", "otel"]
+    assert litellm_callbacks({}) == []

@@ -22,8 +22,10 @@ __all__ = [
     "DEFAULT_PORT",
     "LITELLM_MISSING",
     "PLAN_NAMES",
+    "ClaudeCodeSettings",
     "ClientSettings",
     "Settings",
+    "litellm_callbacks",
     "litellm_installed",
     "load_litellm",
 ]
@@ -123,6 +125,9 @@ class Settings:
         auth_failure_window_seconds: The window those failures are counted in.
         auth_lockout_seconds: How long a locked-out address is refused.
         log_level: Python logging level name.
+        otel_endpoint: OTLP/HTTP endpoint traces and metrics are pushed to (empty: none);
+            ``REFLEXIO_OTEL_ENDPOINT``, else the standard ``OTEL_EXPORTER_OTLP_ENDPOINT``.
+        otel_service_name: The ``service.name`` telemetry carries (``OTEL_SERVICE_NAME``).
         environ: The mapping the settings were read from, kept for provider keys
             that LiteLLM reads itself (never logged).
     """
@@ -149,6 +154,8 @@ class Settings:
     auth_failure_window_seconds: float = 60.0
     auth_lockout_seconds: float = 300.0
     log_level: str = "INFO"
+    otel_endpoint: str = ""
+    otel_service_name: str = "reflexio"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -182,6 +189,10 @@ class Settings:
             auth_failure_window_seconds=_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
             auth_lockout_seconds=_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
+            otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
+            otel_service_name=(
+                env.get("REFLEXIO_OTEL_SERVICE_NAME") or env.get("OTEL_SERVICE_NAME") or "reflexio"
+            ),
             environ=env,
         )
 
@@ -245,6 +256,48 @@ class ClientSettings:
         return cls(url=url.rstrip("/"), api_key=env.get("REFLEXIO_API_KEY", ""))
 
 
+@dataclass(frozen=True, slots=True)
+class ClaudeCodeSettings:
+    """How the Claude Code hooks reach Reflexio, and where they keep what could not be sent.
+
+    Attributes:
+        client: The server and key (``REFLEXIO_URL``, ``REFLEXIO_API_KEY``).
+        home: Reflexio's folder on this machine; the outbox lives in ``claude-code/`` under it.
+        user_id: Whose learnings these are (``REFLEXIO_USER_ID``, else the login name).
+        agent_version: What the turns are published as (``REFLEXIO_AGENT_VERSION``).
+        timeout_seconds: Longest a hook waits for the server (``REFLEXIO_HOOK_TIMEOUT_SECONDS``).
+        top_k: Learnings per kind a prompt is given (``REFLEXIO_HOOK_TOP_K``).
+        max_tokens: Size cap of the injected block (``REFLEXIO_HOOK_MAX_TOKENS``).
+    """
+
+    client: ClientSettings
+    home: Path
+    user_id: str = "claude-code"
+    agent_version: str = "claude-code"
+    timeout_seconds: float = 2.0
+    top_k: int = 5
+    max_tokens: int = 800
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ClaudeCodeSettings:
+        """Read the hooks' settings (the client's, plus the ``REFLEXIO_HOOK_*`` knobs)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            client=ClientSettings.from_env(env),
+            home=_home(env),
+            user_id=env.get("REFLEXIO_USER_ID") or env.get("USER") or env.get("USERNAME") or "claude-code",
+            agent_version=env.get("REFLEXIO_AGENT_VERSION") or "claude-code",
+            timeout_seconds=_float(env, "REFLEXIO_HOOK_TIMEOUT_SECONDS", 2.0),
+            top_k=_int(env, "REFLEXIO_HOOK_TOP_K", 5),
+            max_tokens=_int(env, "REFLEXIO_HOOK_MAX_TOKENS", 800),
+        )
+
+    @property
+    def folder(self) -> Path:
+        """Where the outbox and the hooks' log live."""
+        return self.home / "claude-code"
+
+
 #: What to do when an LLM is configured but LiteLLM is not installed (said the same everywhere).
 LITELLM_MISSING = (
     "an LLM provider is configured but LiteLLM is not installed on this server: install it with "
@@ -271,7 +324,8 @@ def load_litellm() -> Any:
 
     Importing litellm fetches its model price map from GitHub unless told to use the copy its
     wheel bundles; this ``setdefault`` is Reflexio's only environment *write*, and an operator
-    who set the variable keeps their value.
+    who set the variable keeps their value. ``REFLEXIO_LITELLM_CALLBACKS`` turns on LiteLLM's
+    own callbacks (Langfuse and the others LiteLLM supports, configured as LiteLLM documents).
 
     Raises:
         ImportError: litellm is not installed (the ``llm`` extra).
@@ -283,4 +337,14 @@ def load_litellm() -> Any:
         raise ImportError(f"{LITELLM_MISSING} ({exc})", name=exc.name) from exc
 
     litellm.suppress_debug_info = True
+    callbacks = litellm_callbacks(os.environ)
+    if callbacks:  # e.g. "langfuse": LiteLLM then reports every call there itself
+        litellm.success_callback = [*litellm.success_callback, *callbacks]
+        litellm.failure_callback = [*litellm.failure_callback, *callbacks]
     return litellm
+
+
+def litellm_callbacks(environ: Mapping[str, str]) -> list[str]:
+    """LiteLLM callbacks to turn on (``REFLEXIO_LITELLM_CALLBACKS=langfuse,otel``), in order."""
+    raw = environ.get("REFLEXIO_LITELLM_CALLBACKS", "")
+    return [name.strip() for name in raw.split(",") if name.strip()]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from reflexio import telemetry
 from reflexio.errors import ReflexioError, StorageError
 from reflexio.records import Job
 from reflexio.storage import Storage
@@ -183,6 +184,16 @@ class Worker:
         return True
 
     def _run(self, job: Job) -> None:
+        """Run one job in a span of its own (continuing the trace that enqueued it, if any)."""
+        attributes = {
+            "reflexio.org": job.org_id,
+            "reflexio.job.id": job.id,
+            "reflexio.job.attempt": job.attempts,
+        }
+        with telemetry.continued(job.trace_context), telemetry.span(f"reflexio.job {job.task}", **attributes):
+            self._run_handler(job)
+
+    def _run_handler(self, job: Job) -> None:
         ctx = JobContext(job=job, storage=self.storage, worker=self.name, lease_seconds=self.lease_seconds)
         try:
             self.handlers[job.task](ctx)
@@ -207,7 +218,11 @@ class Worker:
             self.storage.release_jobs(self.name, [job.id])
             return
         permanent = isinstance(exc, PermanentJobError)
-        if permanent or job.attempts >= job.max_attempts:
+        dead = permanent or job.attempts >= job.max_attempts
+        telemetry.JOB_FAILURES.add(
+            1, {"org": job.org_id, "task": job.task, "outcome": "dead" if dead else "retry"}
+        )
+        if dead:
             log.error("job %s (%s) is dead after %s attempt(s): %s", job.id, job.task, job.attempts, error)
             log.debug("%s", traceback.format_exc())
             self.storage.finish_job(job.id, self.name, error=error)

@@ -29,17 +29,20 @@ __all__ = [
     "ExposureRecord",
     "InteractionRecord",
     "Job",
+    "JobStats",
     "JobStatus",
     "LLMUsageRecord",
     "Learning",
     "LearningEvent",
     "LearningKind",
     "LearningStatus",
+    "ModelUsage",
     "OutcomeRecord",
     "ProposalRecord",
     "ReflectionActionRecord",
     "RequestRecord",
     "SessionVerdictDay",
+    "StreamEventRecord",
     "UsageSummary",
     "UsageTotals",
     "Vector",
@@ -365,6 +368,47 @@ class Job:
     finished_at: float | None = None
     #: What a long job reports while it runs (users done, counts...); see ``set_job_progress``.
     progress: dict[str, Any] = field(default_factory=dict)
+    #: The trace the job continues (W3C ``traceparent`` headers of whoever enqueued it).
+    trace_context: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobStats:
+    """How many jobs of one org and task are in one open status (what ``/metrics`` reports).
+
+    ``oldest_due`` is the run time of the oldest queued job that is due (None when none is).
+    """
+
+    org_id: str
+    task: str
+    status: JobStatus
+    count: int
+    oldest_due: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelUsage:
+    """An org's LLM use of one model, summed over every call ever accounted."""
+
+    org_id: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class StreamEventRecord:
+    """One event of an org's live stream (``GET /api/events``); ``seq`` orders it in the org."""
+
+    org_id: str
+    type: str
+    seq: int = 0
+    kind: str | None = None
+    subject_id: str | None = None
+    user_id: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -378,6 +422,8 @@ class ApiKeyRecord:
     name: str = ""
     created_at: float = 0.0
     revoked_at: float | None = None
+    #: May review (approve, reject) on surfaces handed to agents: the MCP endpoint.
+    reviewer: bool = False
 
 
 @dataclass(slots=True, kw_only=True)

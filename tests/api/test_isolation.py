@@ -93,6 +93,13 @@ ALPHA_USER = {"user_id": "alpha-user"}
 CASES = [
     _c("GET", "whoami"),
     _c("GET", "usage"),
+    _c("GET", "events", params=lambda ids: {"after": "0", "follow": "false"}),
+    _c(
+        "GET",
+        "events",
+        params=lambda ids: {"after": "0", "follow": "false", "user_id": "alpha-user"},
+        name="user",
+    ),
     _c(
         "POST",
         "publish_interaction",
@@ -262,7 +269,7 @@ CASES = [
 
 def seed_org_a(core: Core, app: Any) -> Ids:
     """Give org A one of everything, through A's own key."""
-    _, key = keys.create_key(core, A, "a")
+    _, key = keys.create_key(core, A, "a", reviewer=True)
     a = make_client(app, key=key)
     ok(
         a.post(
@@ -385,6 +392,7 @@ def state_of(core: Core, org_id: str) -> dict[str, Any]:
         "requests": [asdict(r) for r in s.list_requests(org_id, RequestFilter(), limit=1_000)],
         "interactions": [asdict(r) for r in s.list_interactions(org_id, InteractionFilter())],
         "events": [e.id for e in s.list_events(org_id, limit=1_000)],
+        "stream": [e.seq for e in s.list_stream_events(org_id, after=0)],
         "config": s.get_org_config(org_id),
         "jobs": [(j.id, j.status, j.run_at, j.attempts, j.payload) for j in s.list_jobs(org_id, limit=1_000)],
         "exposures": s.list_exposures(org_id, "alpha-sess"),
@@ -405,10 +413,17 @@ def nothing_of_a(body: Any, sent: str) -> None:
         assert not any([*counts, *body.get("deleted_counts", {}).values()]), text
 
 
+def _answer(response: Any) -> Any:
+    """The JSON body, or the events of a Server-Sent Events stream (their ``data`` lines)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+    return response.json()
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     ids = seed_org_a(core, app)
-    _, key_b = keys.create_key(core, B, "b")
+    _, key_b = keys.create_key(core, B, "b", reviewer=True)  # isolation, not review rights, is tested
     before = state_of(core, A)
     body = case.body(ids) if case.body else None
     params = case.params(ids)
@@ -416,7 +431,7 @@ def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     url = case.path.format(**path_params)
     response = make_client(app, key=key_b).request(case.method, url, params=params, json=body)
     assert response.status_code == case.status, response.text
-    nothing_of_a(response.json(), json.dumps([body, params, path_params]))
+    nothing_of_a(_answer(response), json.dumps([body, params, path_params]))
     assert state_of(core, A) == before
     if case.path in ("/api/whoami", "/api/usage"):
         assert response.json()["org_id"] == B

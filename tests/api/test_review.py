@@ -7,8 +7,9 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from reflexio.service import keys
 from reflexio.service.core import Core
-from tests.api.support import agent_playbook, failed, ok
+from tests.api.support import agent_playbook, failed, make_client, ok
 
 ORG = "self-host-org"
 STATUS = "/api/update_agent_playbook_status"
@@ -115,3 +116,35 @@ def test_concurrent_approve_and_reject_one_wins(client: TestClient, core: Core) 
         decided = [e.event for e in core.storage.list_events(ORG, learning_ids=[pid])]
         assert decided.count("approved") + decided.count("rejected") == 1
         assert decided.count("refused") == 1  # the history shows both attempts
+
+
+def test_only_a_reviewer_key_may_decide_over_rest(app: Any, core: Core) -> None:
+    """A plain key may propose and edit text; approving, rejecting or adding decided ones is a 403."""
+    _, plain = keys.create_key(core, ORG, "agent")
+    _, reviewer = keys.create_key(core, ORG, "lead", reviewer=True)
+    agent, lead = make_client(app, key=plain), make_client(app, key=reviewer)
+    pid = _add(agent, "Ask for the order number before a refund")
+    for method, path, body in [
+        ("PUT", STATUS, {"agent_playbook_id": pid, "playbook_status": "approved"}),
+        ("PUT", "/api/update_agent_playbook", {"agent_playbook_id": pid, "playbook_status": "rejected"}),
+        (
+            "POST",
+            "/api/add_agent_playbook",
+            {"agent_playbooks": [agent_playbook("x", playbook_status="approved")]},
+        ),
+    ]:
+        refused = failed(agent.request(method, path, json=body), 403)
+        assert "reflexio keys create --reviewer" in refused["message"] and refused["details"]["action"]
+    assert _states(agent) == {pid: "pending"}  # nothing was changed or added
+    ok(
+        agent.put(
+            "/api/update_agent_playbook", json={"agent_playbook_id": pid, "content": "Confirm the order"}
+        )
+    )
+    ok(lead.put(STATUS, json={"agent_playbook_id": pid, "playbook_status": "approved"}))
+    assert _states(agent) == {pid: "approved"}
+
+
+def _states(client: TestClient) -> dict[int, str]:
+    rows = ok(client.post("/api/get_agent_playbooks", json={}))["agent_playbooks"]
+    return {int(r["agent_playbook_id"]): str(r["playbook_status"]) for r in rows}

@@ -333,6 +333,7 @@ async def scenario(c: Either) -> None:
 
 #: Methods the scenario does not reach: generation routes (tested below) and aliases.
 NOT_IN_SCENARIO = {
+    "events",  # the live stream: tests/integrations/test_events.py follows it over a socket
     "add_agent_playbook",
     "publish_interaction_async",
     "search_async",

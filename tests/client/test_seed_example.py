@@ -1,7 +1,8 @@
 """The product's search→publish example runs unchanged against our server, Python and curl.
 
-The example is read from ``shared/seeds/001_188d3514a1987faf.txt`` (beside the repository,
-as in CI) at test time, so this test checks the text we were given, not a copy of it. Only
+The example is read from ``shared/seeds/001_188d3514a1987faf.txt`` beside the repository when it
+is there (the text we were given), else from its copy in ``tests/data/seeds`` (a clone on its
+own), which ``test_the_copies_are_the_seeds`` keeps equal to the original. Only
 ``call_your_llm`` is supplied, and ``REFLEXIO_URL`` points at a real server on loopback.
 """
 
@@ -20,14 +21,14 @@ from reflexio import ReflexioClient
 from tests.client.live_server import running_server
 
 REPO = Path(__file__).resolve().parents[2]
-SEED = REPO.parent / "shared" / "seeds" / "001_188d3514a1987faf.txt"
+GIVEN = REPO.parent / "shared" / "seeds" / "001_188d3514a1987faf.txt"
+#: The text we were given when ``shared/`` sits beside the repository, else its copy.
+SEED = GIVEN if GIVEN.exists() else REPO / "tests" / "data" / "seeds" / "001_188d3514a1987faf.txt"
 USER, SESSION, VERSION = "user_123", "session_001", "support-agent@2"
 ANSWER = "The ZenBook 14 (1.2 kg, about $900) fits your travel needs."
 
 
 def _seed_text() -> str:
-    if not SEED.exists():
-        pytest.skip(f"the seed example is not at {SEED} (shared/ must sit beside the repository)")
     return SEED.read_text(encoding="utf-8")
 
 
@@ -142,3 +143,14 @@ def test_curl_example_runs_against_the_server(server_url: str) -> None:
         ("user_playbook", ids["user_playbook_id"]),
         ("agent_playbook", ids["agent_playbook_id"]),
     ]
+
+
+def test_the_copies_are_the_seeds() -> None:
+    """The copies in tests/data/seeds are the seeds we were given, byte for byte."""
+    copies = sorted((REPO / "tests" / "data" / "seeds").glob("*.txt"))
+    assert copies
+    given = REPO.parent / "shared" / "seeds"
+    if not given.exists():
+        pytest.skip("shared/ is not beside the repository: nothing to compare the copies with")
+    for copy in copies:
+        assert copy.read_bytes() == (given / copy.name).read_bytes(), copy.name

@@ -1,13 +1,11 @@
 """Reflexio 0.2.7's README snippets run against our server with our SDK, as that README wrote them.
 
-The snippets are read from ``shared/seeds/000_46445decff8f0632.txt`` (beside the repository, as
-in CI) at test time. Only what the README leaves as a placeholder is filled in: the server's
-address, ``[...]`` where turns or extractor configs go, and ``PlaybookConfig(...)``. The
-``await`` forms run inside ``asyncio.run``, with the blocking ``ReflexioClient`` the README
-creates (awaiting one of its answers gives the answer back).
-
-One form is read the safe way: ``SearchUserProfileRequest(query=...)`` without a ``user_id``
-would search every user's profiles; it finds none and says to pass ``user_id``.
+The snippets are read from ``shared/seeds/000_46445decff8f0632.txt`` beside the repository,
+or from its copy in ``tests/data/seeds`` when the repository is cloned on its own. Only what
+the README leaves as a placeholder is filled in: the server's address, ``[...]`` where turns or
+extractor configs go, and ``PlaybookConfig(...)``. The ``await`` forms run inside
+``asyncio.run``, with the blocking ``ReflexioClient`` the README creates (awaiting one of its
+answers gives the answer back).
 """
 
 from __future__ import annotations
@@ -25,13 +23,13 @@ from reflexio import ReflexioClient
 from tests.client.live_server import running_server
 
 REPO = Path(__file__).resolve().parents[2]
-SEED = REPO.parent / "shared" / "seeds" / "000_46445decff8f0632.txt"
+GIVEN = REPO.parent / "shared" / "seeds" / "000_46445decff8f0632.txt"
+#: The text we were given when ``shared/`` sits beside the repository, else its copy.
+SEED = GIVEN if GIVEN.exists() else REPO / "tests" / "data" / "seeds" / "000_46445decff8f0632.txt"
 README_URL = 'url_endpoint="http://localhost:8081/"'
 
 
 def _seed_text() -> str:
-    if not SEED.exists():
-        pytest.skip(f"the 0.2.7 README is not at {SEED} (shared/ must sit beside the repository)")
     return SEED.read_text(encoding="utf-8")
 
 

@@ -47,8 +47,11 @@ class Served:
     core: Core
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module. Not for the session: Playwright's sync API runs an event
+    loop in this thread while it is open, and the asyncio tests that the same xdist worker
+    runs next (integrations, the 0.2.7 README) could not start theirs."""
     if not CHROMIUM.exists():
         missing = "/usr/bin/chromium is missing (./scripts/test installs Debian's chromium package)"
         if os.environ.get("REFLEXIO_BROWSER_REQUIRED"):

@@ -36,6 +36,7 @@ class TwoOrgs:
     key_b: str
     playbook_a: int
     playbook_b: int
+    agent_a: str  # a key of org A that is not a reviewer's
 
 
 def _seed(core: Core, org_id: str, lesson: str, user_id: str) -> int:
@@ -55,9 +56,10 @@ def orgs(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterat
         core = served.core
         playbook_a = _seed(core, "acme", "Quote prices in euros.", "alice.acme")
         playbook_b = _seed(core, "globex", "Never mention the merger.", "bob.globex")
-        _, key_a = keys.create_key(core, "acme", "reviewer")
-        _, key_b = keys.create_key(core, "globex", "reviewer")
-        yield TwoOrgs(served, key_a, key_b, playbook_a, playbook_b)
+        _, key_a = keys.create_key(core, "acme", "reviewer", reviewer=True)
+        _, key_b = keys.create_key(core, "globex", "reviewer", reviewer=True)
+        _, agent_a = keys.create_key(core, "acme", "support-agent")
+        yield TwoOrgs(served, key_a, key_b, playbook_a, playbook_b, agent_a)
 
 
 def _sign_in(page: Any, url: str, key: str, target: str = "/ui/") -> None:
@@ -147,3 +149,21 @@ def test_org_a_never_sees_org_b(page: Any, orgs: TwoOrgs) -> None:
         assert "Never mention the merger." in tab.locator("main").inner_text()
     finally:
         other.close()
+
+
+@pytest.mark.refusals
+def test_a_key_that_is_not_a_reviewer_may_look_but_not_decide(page: Any, orgs: TwoOrgs) -> None:
+    url, core = orgs.served.url, orgs.served.core
+    _sign_in(page, url, orgs.agent_a, "/ui/review")
+    assert "Quote prices in euros." in page.locator("main").inner_text()
+    token = page.locator("input[name=csrf_token]").first.get_attribute("value")
+    answer = page.request.post(
+        f"{url}/ui/review/{orgs.playbook_a}/approve", form={"expected": "pending", "csrf_token": token}
+    )
+    assert answer.status == 403 and "keys create --reviewer" in answer.text()
+    (row,) = [
+        p
+        for p in playbooks.get_agent_playbooks(core, "acme", GetAgentPlaybooksRequest()).agent_playbooks
+        if p.agent_playbook_id == orgs.playbook_a
+    ]
+    assert row.playbook_status.value == "pending"  # as over REST: only a reviewer decides

@@ -7,17 +7,24 @@ return its model. Errors are mapped in ``api.errors``, authentication in ``api.a
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.routing import Route
 
 from reflexio.api import browsers, errors, lifecycle, openapi, throttles
+from reflexio.api.mounts import Guarded, MountFactory, mounts_lifespan
 from reflexio.api.routes import (
     aggregation,
     evaluation,
+    events,
     experiments,
     generation,
     interactions,
     jobs,
+    metrics,
     org_config,
     playbooks,
     profiles,
@@ -56,20 +63,44 @@ def _build_wire_models() -> None:
             model.model_rebuild()
 
 
-def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT_SECONDS) -> FastAPI:
+def create_app(
+    core: Core,
+    *,
+    publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT_SECONDS,
+    mounts: Sequence[MountFactory] = (),
+) -> FastAPI:
     """Build the API app for ``core``.
 
     ``redirect_slashes`` is off because the 0.2.16 client refuses every redirect: a path with
     a stray slash must fail as a 404, not turn into a 307 the client reports as an error.
+
     ``/docs`` (Swagger UI) and ``/redoc`` load their scripts and styles from this server
     (``fastapi-offline`` ships them), never from a CDN, so they work on a machine offline.
+
+    Args:
+        core: The process core the routes serve.
+        publish_wait_seconds: How long a publish that waits for learning may wait.
+        mounts: ASGI apps to serve under ``/api`` (the MCP endpoint), authenticated like the
+            routes and run (their lifespans) while the app runs; see ``api.mounts``.
     """
+    mounted = [factory(core) for factory in mounts]
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mounts_lifespan(mounted):
+            yield
+
     app = FastAPIOffline(
         static_url=DOCS_ASSETS_PATH,
         title="Reflexio API",
         version=system.server_version(),
         description="A learning layer for AI agents: publish what happened, retrieve what matters.",
         redirect_slashes=False,
+        lifespan=lifespan,
+        # FastAPI's own OpenTelemetry: one server span per request (continuing the caller's
+        # traceparent) and HTTP metrics, no-ops until reflexio.telemetry installs the SDK. Its
+        # spans around dependencies and serialization would cost more than they tell.
+        telemetry={"operation_spans": False, "logs": False},
     )
     _build_wire_models()
     app.state.core = core
@@ -85,6 +116,7 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
     app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers
     openapi.install(app)
     app.include_router(system.public)
+    app.include_router(metrics.router)
     for module in (
         system,
         interactions,
@@ -96,9 +128,13 @@ def create_app(core: Core, *, publish_wait_seconds: float = DEFAULT_PUBLISH_WAIT
         users,
         jobs,
         generation,
+        events,
         aggregation,
         evaluation,
         experiments,
     ):
         app.include_router(module.router)
+    for mount in mounted:  # a plain Starlette route: its endpoint is the ASGI app itself
+        route = Route(f"/api{mount.path}", Guarded(core, mount), methods=["GET", "POST", "DELETE"])
+        app.router.routes.append(route)
     return app

@@ -26,11 +26,11 @@ from starlette.requests import Request
 from reflexio.api.browsers import check_origin
 from reflexio.api.throttles import AuthThrottle, TokenBuckets
 from reflexio.errors import AuthenticationError, PermissionDeniedError
-from reflexio.service import keys
+from reflexio.service import keys, review
 from reflexio.service.callers import is_loopback_client
 from reflexio.service.core import Core
 
-__all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller"]
+__all__ = ["Caller", "CallerDep", "CoreDep", "get_core", "is_local", "require_caller", "require_reviewer"]
 
 NO_KEYS_MESSAGE = (
     "this server has no API key yet, so it only answers clients on this machine; "
@@ -41,10 +41,17 @@ NO_KEYS_MESSAGE = (
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The org a request acts for, and who to name in the history of what it changes."""
+    """The org a request acts for, and who to name in the history of what it changes.
+
+    ``reviewer`` says whether this caller may review agent playbooks (approve, reject, add
+    them already decided), over REST (``require_reviewer``) and on the MCP endpoint (which
+    offers the review tools only then): the operator on this machine may, and so may a key
+    created with ``reflexio keys create --reviewer``.
+    """
 
     org_id: str
     actor: str
+    reviewer: bool = False
 
 
 async def get_core(request: Request) -> Core:
@@ -92,13 +99,22 @@ def _authenticated(request: Request, core: Core) -> Caller:
             problem = "is not a valid API key" if bearer else "is missing"
             raise AuthenticationError(f"Authentication required: the Bearer token {problem}")
         throttle.succeeded(address)
-        return Caller(org_id=key.org_id, actor=f"key:{key.prefix}")
+        return Caller(org_id=key.org_id, actor=f"key:{key.prefix}", reviewer=key.reviewer)
     if is_local(request):
-        return Caller(org_id=core.settings.default_org_id, actor="local")
+        return Caller(org_id=core.settings.default_org_id, actor="local", reviewer=True)
     raise PermissionDeniedError(NO_KEYS_MESSAGE)
 
 
 CallerDep = Annotated[Caller, Depends(require_caller)]
+
+
+def require_reviewer(caller: Caller, action: str) -> None:
+    """Refuse a review ``action`` to a caller whose key is not a reviewer's.
+
+    Raises:
+        PermissionDeniedError: The caller's key was not created with ``--reviewer``.
+    """
+    review.require_reviewer(caller.reviewer, action)
 
 
 def _bearer(request: Request) -> str:

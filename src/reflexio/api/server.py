@@ -18,7 +18,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
@@ -27,8 +27,10 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
+from reflexio import telemetry
 from reflexio.api import create_app
 from reflexio.api.lifecycle import Draining
+from reflexio.api.mounts import MountFactory
 from reflexio.api.worker_process import WorkerProcess
 from reflexio.config import Settings
 from reflexio.service import org_config
@@ -52,7 +54,13 @@ def _fronted(app: FastAPI, core: Core, front: Front | None) -> ASGIApp:
     return app if front is None else front(app, core)
 
 
-def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Path | None = None) -> FastAPI:
+def build_server_app(
+    core: Core,
+    *,
+    worker_process: bool = False,
+    ready_file: Path | None = None,
+    mounts: Sequence[MountFactory] = (),
+) -> FastAPI:
     """The API app whose lifespan runs (and stops) the job workers.
 
     Args:
@@ -61,58 +69,76 @@ def build_server_app(core: Core, *, worker_process: bool = False, ready_file: Pa
             (only for a store other processes can open; see `workers_can_run_apart`).
         ready_file: Written once the workers claim jobs, removed when they stop (what
             ``reflexio services start`` waits for before it says "ready").
+        mounts: ASGI apps to serve under ``/api`` (see ``api.mounts``).
     """
-    app = create_app(core)
-    draining: Draining = app.state.draining
-    grace = core.settings.shutdown_grace_seconds
+    app = create_app(core, mounts=mounts)
+    app_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        core.storage.warm_search()  # before the first request: a restart is not a cold start
         app.state.warmup = Warmup()
-        app.state.warmup.start(core)  # /health/ready says "pending" until it is done
-        pool, child = None, None
-        if core.settings.workers > 0 and worker_process:
-            child = WorkerProcess(core.settings, grace_seconds=grace, ready_file=ready_file)
-            child.start()  # the child announces itself once its workers run
-            draining.on_begin(child.begin_stop)
-        elif core.settings.workers > 0:
-            pool = start_pool(core)
-            draining.on_begin(pool.begin_stop)
-            if ready_file is not None:
-                announce_ready(ready_file)
-        try:
+        async with _workers(core, app.state.draining, worker_process, ready_file), app_lifespan(app):
+            app.state.warmup.start(core)  # /health/ready says "pending" until it is done
             yield
-        finally:
-            draining.begin()  # a lifespan ended without a signal (tests, embedding) drains too
-            left = max(_MIN_WORKER_GRACE, draining.remaining(grace))
-            if child is not None:
-                child.stop(left)
-            if pool is not None:
-                if ready_file is not None:
-                    ready_file.unlink(missing_ok=True)
-                pool.stop(left)
-            core.close()
 
     app.router.lifespan_context = lifespan
     return app
 
 
-def serve(settings: Settings, *, front: Front | None = None) -> None:
+@asynccontextmanager
+async def _workers(
+    core: Core, draining: Draining, worker_process: bool, ready_file: Path | None
+) -> AsyncIterator[None]:
+    """Run the job workers (a child process or threads) while the server runs; close the core after.
+
+    ``ready_file`` is written once the workers claim jobs and removed when they stop. The
+    workers stop claiming the moment ``draining`` begins, and get what is left of the grace
+    period to finish the jobs in hand.
+    """
+    grace = core.settings.shutdown_grace_seconds
+    pool, child = None, None
+    core.storage.warm_search()  # before the first request: a restart is not a cold start
+    if core.settings.workers > 0 and worker_process:
+        child = WorkerProcess(core.settings, grace_seconds=grace, ready_file=ready_file)
+        child.start()  # the child announces itself once its workers run
+        draining.on_begin(child.begin_stop)
+    elif core.settings.workers > 0:
+        pool = start_pool(core)
+        draining.on_begin(pool.begin_stop)
+        if ready_file is not None:
+            announce_ready(ready_file)
+    try:
+        yield
+    finally:
+        draining.begin()  # a lifespan ended without a signal (tests, embedding) drains too
+        left = max(_MIN_WORKER_GRACE, draining.remaining(grace))
+        if child is not None:
+            child.stop(left)
+        if pool is not None:
+            if ready_file is not None:
+                ready_file.unlink(missing_ok=True)
+            pool.stop(left)
+        core.close()
+
+
+def serve(settings: Settings, *, mounts: Sequence[MountFactory] = (), front: Front | None = None) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted.
 
     Args:
         settings: How to run.
+        mounts: ASGI apps to serve under ``/api`` as well (the CLI passes the MCP endpoint).
         front: What to serve in front of the API (the CLI passes the dashboard).
     """
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.umask(0o077)  # every file the server creates (logs, key, database) is its owner's only
+    telemetry.configure(service_name=settings.otel_service_name, otlp_endpoint=settings.otel_endpoint)
     core = open_core(settings)
+    telemetry.observe(job_stats=core.storage.job_stats, llm_usage=core.storage.llm_usage_by_org)
     sealed = org_config.seal_secrets(core)
     if sealed:
         log.info("encrypted the stored secrets of %s org config(s)", sealed)
     apart = settings.worker_process and workers_can_run_apart(core)
-    app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file)
+    app = build_server_app(core, worker_process=apart, ready_file=settings.workers_ready_file, mounts=mounts)
     log.info("Reflexio on http://%s:%s (storage %s)", settings.host, settings.port, core.storage.backend)
     config = uvicorn.Config(
         _fronted(app, core, front),
@@ -144,20 +170,26 @@ def workers_can_run_apart(core: Core) -> bool:
 
 @contextmanager
 def in_background(
-    core: Core, *, host: str = "127.0.0.1", start_timeout: float = 30.0, front: Front | None = None
+    core: Core,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    start_timeout: float = 30.0,
+    mounts: Sequence[MountFactory] = (),
+    front: Front | None = None,
 ) -> Iterator[str]:
-    """Serve ``core`` (API and workers) on a free port in a thread; yields the base URL.
+    """Serve ``core`` (API and workers) in a thread; yields the base URL.
 
     For embedding Reflexio in another process (notebooks, simulators, tests) over a real
-    socket, with ``front`` (the dashboard) in front of the API if given. The core is closed
-    when the block exits.
+    socket, on ``port`` (0: a free one), with ``front`` (the dashboard) in front of the API if
+    given. The core is closed when the block exits.
     """
-    api = build_server_app(core)
+    api = build_server_app(core, mounts=mounts)
     draining: Draining = api.state.draining
     app = _fronted(api, core, front)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
+    sock.bind((host, port))
     grace = max(1, round(core.settings.shutdown_grace_seconds))
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=grace)
     server = _DrainingServer(config, draining)

@@ -24,10 +24,12 @@ from reflexio.cli import (
     doctor,
     evaluation,
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
+    integrations,
     learnings,
     plans,
     secrets,
     services,
+    watch,
     worker,
 )  # generation registers its commands on import
 from reflexio.cli.options import GLOBALS, ApiKeyOpt, Globals, UrlOpt
@@ -80,6 +82,9 @@ app.command()(plans.usage)
 app.add_typer(evaluation.app, name="eval")
 app.command()(worker.worker)
 app.command()(doctor.doctor)
+app.command()(integrations.mcp)
+app.command()(watch.watch)
+app.add_typer(integrations.integrations, name="integrations")
 app.command()(demo.demo)
 
 

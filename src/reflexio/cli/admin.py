@@ -180,6 +180,7 @@ def _key_row(record: ApiKeyRecord) -> dict[str, Any]:
         "created_at": record.created_at,
         "revoked_at": record.revoked_at,
         "active": record.revoked_at is None,
+        "reviewer": record.reviewer,
     }
 
 
@@ -195,6 +196,10 @@ def create_key(
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="A label to tell keys apart.")] = "",
+    reviewer: Annotated[
+        bool,
+        typer.Option("--reviewer", help="Let it review agent playbooks (approve, reject) over REST and MCP."),
+    ] = False,
     storage_url: StorageUrlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -211,7 +216,7 @@ def create_key(
 
         with local_core(storage_url) as core:
             chosen = org if org is not None else core.settings.default_org_id
-            record, plain = key_service.create_key(core, chosen, name)
+            record, plain = key_service.create_key(core, chosen, name, reviewer=reviewer)
             notes = key_service.keyless_data_notes(core, record.org_id)
         data = {"key": plain, **_key_row(record), "default_org_id": core.settings.default_org_id}
         fields: dict[str, Any] = {"key": plain} | ({"note": notes} if notes else {})

@@ -210,6 +210,7 @@ def _to_stderr(line: str) -> None:
 
 def _serve_attached(chosen: Settings) -> Result:
     from reflexio.api.server import serve  # the server's dependencies load only when serving
+    from reflexio.cli.integrations import server_mounts
     from reflexio.web import with_dashboard
 
     files = ServerFiles(chosen.run_dir, chosen.port)
@@ -217,7 +218,7 @@ def _serve_attached(chosen: Settings) -> Result:
     files.write(os.getpid(), chosen.host)
     try:
         with process.stop_on_signals():
-            serve(chosen, front=with_dashboard)
+            serve(chosen, mounts=server_mounts(), front=with_dashboard)
     except process.Stopped:  # uvicorn shut down gracefully, then re-raised the signal
         pass
     finally:

@@ -84,8 +84,10 @@ def worker(
 def _work(
     chosen: Settings, concurrency: int | None, grace: float, parent: int | None, ready: Path | None = None
 ) -> Result:
+    from reflexio import telemetry
     from reflexio.service.core import open_core
 
+    telemetry.configure(service_name=f"{chosen.otel_service_name}-worker", otlp_endpoint=chosen.otel_endpoint)
     logging.basicConfig(
         level=chosen.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

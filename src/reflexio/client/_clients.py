@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -26,8 +26,10 @@ from reflexio.client import (
     _search,
     _system,
 )
+from reflexio.client._events import EventQuery, aiter_events, iter_events
 from reflexio.client._transport import Plan, client_options, run_async, run_sync
 from reflexio.config import ClientSettings
+from reflexio.models.api_events import StreamEvent
 
 __all__ = ["AsyncReflexioClient", "ReflexioClient"]
 
@@ -199,6 +201,37 @@ class ReflexioClient:
     search = _sync(_search.search)
     search_async = _async_oneshot(_search.search)
 
+    # -- the live event stream -----------------------------------------------------------------
+    def events(
+        self,
+        *,
+        types: list[str] | None = None,
+        kinds: list[str] | None = None,
+        user_id: str | None = None,
+        after: int | None = None,
+        follow: bool = True,
+        give_up_after: float | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Follow what happens to the org's learnings and work, as it happens (``GET /api/events``).
+
+        Learnings created, superseded, retired, approved and rejected, jobs dead-lettered and
+        evaluations finished, in the order they were committed. A dropped connection is
+        resumed after the last event delivered, so each event arrives exactly once.
+
+        Args:
+            types: Event types to receive (see ``reflexio.models.api_events.EVENT_TYPES``).
+            kinds: Only these learning kinds (or job tasks).
+            user_id: Only events about this user.
+            after: Start after this event id (``0``: from the first; ``None``: from now on).
+            follow: Wait for new events; ``False`` stops after those already there.
+            give_up_after: Stop reconnecting after this many seconds without a connection.
+
+        Raises:
+            ServiceUnavailableError: The server stayed unreachable (or ``follow`` is off).
+        """
+        query = EventQuery(types, kinds, user_id, after, follow, give_up_after=give_up_after)
+        return iter_events(self._http, query)
+
     # -- profiles ------------------------------------------------------------------------------
     add_user_profile = _sync(_profiles.add_user_profile)
     get_profiles = _sync(_profiles.get_profiles)
@@ -354,6 +387,37 @@ class AsyncReflexioClient:
     # -- search --------------------------------------------------------------------------------
     search = _async(_search.search)
     search_async = search
+
+    # -- the live event stream -----------------------------------------------------------------
+    def events(
+        self,
+        *,
+        types: list[str] | None = None,
+        kinds: list[str] | None = None,
+        user_id: str | None = None,
+        after: int | None = None,
+        follow: bool = True,
+        give_up_after: float | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Follow the org's learnings and work as they change: ``async for event in client.events()``.
+
+        Learnings created, superseded, retired, approved and rejected, jobs dead-lettered and
+        evaluations finished, in the order they were committed. A dropped connection is
+        resumed after the last event delivered, so each event arrives exactly once.
+
+        Args:
+            types: Event types to receive (see ``reflexio.models.api_events.EVENT_TYPES``).
+            kinds: Only these learning kinds (or job tasks).
+            user_id: Only events about this user.
+            after: Start after this event id (``0``: from the first; ``None``: from now on).
+            follow: Wait for new events; ``False`` stops after those already there.
+            give_up_after: Stop reconnecting after this many seconds without a connection.
+
+        Raises:
+            ServiceUnavailableError: The server stayed unreachable (or ``follow`` is off).
+        """
+        query = EventQuery(types, kinds, user_id, after, follow, give_up_after=give_up_after)
+        return aiter_events(self._http, query)
 
     # -- profiles ------------------------------------------------------------------------------
     add_user_profile = _async(_profiles.add_user_profile)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from reflexio import telemetry
 from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
 from reflexio.learn.aggregation_trigger import DEBOUNCE_SECONDS, enqueue_aggregations
@@ -74,6 +75,17 @@ def apply_changes(
 ) -> list[Learning]:
     """Write ``changes`` through ``tx`` (call inside the job's effects transaction); the
     aggregation of the scopes they touch is queued ``aggregation_delay`` seconds later."""
+    with telemetry.span(
+        "reflexio.learnings.save",
+        **{"reflexio.org": org_id, "reflexio.learnings.added": len(changes.added)},
+        **{"reflexio.learnings.updated": len(changes.updated), "reflexio.job.id": audit.job_id},
+    ):
+        return _apply(tx, org_id, changes, audit, aggregation_delay)
+
+
+def _apply(
+    tx: Storage, org_id: str, changes: Changes, audit: Audit, aggregation_delay: float
+) -> list[Learning]:
     added = tx.save_learnings(changes.added, audit) if changes.added else []
     if changes.updated:
         tx.save_learnings(changes.updated, audit)

@@ -26,7 +26,7 @@ class StorageLedger:
     job_id: int | None = None
 
     def record(self, call: LLMCall[Any], usage: Usage, error: str | None) -> None:
-        """Store the call's tokens, cost, latency and outcome."""
+        """Store the call's tokens, cost, latency and outcome (``/metrics`` reads them back per org)."""
         self.storage.add_llm_usage(
             [
                 LLMUsageRecord(

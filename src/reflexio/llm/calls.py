@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from reflexio import telemetry
 from reflexio.errors import ServiceUnavailableError
 
 log = logging.getLogger(__name__)
@@ -221,13 +222,26 @@ class Metered:
     ledger: UsageLedger
 
     def complete(self, call: LLMCall[M]) -> LLMResult[M]:
-        """Forward ``call`` and account it."""
+        """Forward ``call`` and account it (and trace it: one span per logical call)."""
         started = time.perf_counter()
-        try:
-            result = self.llm.complete(call)
-        except Exception as exc:  # accounted whatever it was, then re-raised unchanged
-            usage = exc.usage if isinstance(exc, LLMError) and exc.usage else Usage()
-            self.ledger.record(call, with_latency(usage, started), f"{type(exc).__name__}: {exc}"[:1000])
-            raise
-        self.ledger.record(call, with_latency(result.usage, started), None)
+        with telemetry.span(
+            f"reflexio.llm {call.role.value}",
+            **{"gen_ai.operation.name": "chat", "reflexio.prompt": call.prompt},
+        ) as current:
+            try:
+                result = self.llm.complete(call)
+            except Exception as exc:  # accounted whatever it was, then re-raised unchanged
+                usage = exc.usage if isinstance(exc, LLMError) and exc.usage else Usage()
+                self.ledger.record(call, with_latency(usage, started), f"{type(exc).__name__}: {exc}"[:1000])
+                raise
+            usage = with_latency(result.usage, started)
+            current.set_attributes(
+                {
+                    "gen_ai.request.model": usage.model,
+                    "gen_ai.usage.input_tokens": usage.prompt_tokens,
+                    "gen_ai.usage.output_tokens": usage.completion_tokens,
+                    "reflexio.llm.cost_usd": usage.cost_usd,
+                }
+            )
+            self.ledger.record(call, usage, None)
         return result

@@ -69,6 +69,7 @@ from reflexio.models.api_evaluation import (
     StartRetrievalExperimentRequest,
     StopRetrievalExperimentRequest,
 )
+from reflexio.models.api_events import EVENT_TYPES, StreamEvent
 from reflexio.models.api_generation import (
     DowngradeProfilesRequest,
     DowngradeProfilesResponse,
@@ -321,6 +322,7 @@ __all__ = [
     "DEFAULT_AGENT_VERSION",
     "DEFAULT_STRIDE_SIZE",
     "DEFAULT_WINDOW_SIZE",
+    "EVENT_TYPES",
     "INT64_MAX",
     "MASK",
     "MAX_BULK_ITEMS",
@@ -556,6 +558,7 @@ __all__ = [
     "StorageConfigSQLite",
     "StorageConfigSupabase",
     "StorageConfigTest",
+    "StreamEvent",
     "TimeWindow",
     "ToolUseConfig",
     "ToolUsed",

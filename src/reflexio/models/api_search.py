@@ -217,9 +217,10 @@ class UnifiedSearchViewResponse(WireModel):
         returned ``retrieved_learnings`` are exactly the learnings in ``text``; publish them
         with the agent's answer so evaluation judges what was actually injected.
         """
-        return pack_prompt(self._prompt_items(), max_tokens)
+        return pack_prompt(self.prompt_items(), max_tokens)
 
-    def _prompt_items(self) -> list[PromptItem]:
+    def prompt_items(self) -> list[PromptItem]:
+        """Every hit as one renderable line with its reference and score (before any budget)."""
         rules: list[tuple[RetrievedLearningKind, str, AgentPlaybookView | UserPlaybookView]] = [
             *(("agent_playbook", str(rule.agent_playbook_id), rule) for rule in self.agent_playbooks),
             *(("user_playbook", str(rule.user_playbook_id), rule) for rule in self.user_playbooks),

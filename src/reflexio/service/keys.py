@@ -42,8 +42,10 @@ def hash_key(plain: str) -> str:
     return hashlib.sha256(plain.encode("utf-8")).hexdigest()
 
 
-def create_key(core: Core, org_id: str, name: str = "") -> tuple[ApiKeyRecord, str]:
-    """Create a key for ``org_id``.
+def create_key(
+    core: Core, org_id: str, name: str = "", *, reviewer: bool = False
+) -> tuple[ApiKeyRecord, str]:
+    """Create a key for ``org_id`` (``reviewer``: may approve and reject, over REST and MCP).
 
     Returns:
         The stored record and the plain key; the plain key is never retrievable again.
@@ -55,7 +57,13 @@ def create_key(core: Core, org_id: str, name: str = "") -> tuple[ApiKeyRecord, s
         raise ValidationError("an API key needs a non-blank org id")
     plain = KEY_PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
     record = core.storage.add_api_key(
-        ApiKeyRecord(org_id=org_id, key_hash=hash_key(plain), prefix=plain[:_SHOWN_PREFIX_LEN], name=name)
+        ApiKeyRecord(
+            org_id=org_id,
+            key_hash=hash_key(plain),
+            prefix=plain[:_SHOWN_PREFIX_LEN],
+            name=name,
+            reviewer=reviewer,
+        )
     )
     return record, plain
 

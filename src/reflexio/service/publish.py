@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reflexio import telemetry
 from reflexio.errors import ConflictError, NotFoundError, ValidationError
 from reflexio.filters import InteractionFilter
 from reflexio.models import (
@@ -110,6 +111,19 @@ def publish(
             "requeued by `reflexio jobs retry`); publish without it",
             details={"fields": ["override_learning_stall"]},
         )
+    started = time.perf_counter()
+    attributes = {"reflexio.org": org_id, "reflexio.request_id": req.request_id}
+    with telemetry.span(
+        "reflexio.publish", **attributes, **{"reflexio.turns": len(req.interaction_data_list)}
+    ):
+        out = _store(core, org_id, req, flush=flush)
+    telemetry.PUBLISH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
+    return out
+
+
+def _store(
+    core: Core, org_id: str, req: PublishUserInteractionRequest, *, flush: bool = False
+) -> PublishUserInteractionResponse:
     request_id = req.request_id or uuid.uuid4().hex
     digest = idempotency.payload_hash(req)
     warnings = [*req.payload_warnings(), *references.reference_warnings(core.storage, org_id, req)]

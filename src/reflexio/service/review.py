@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflexio.errors import NotFoundError
+from reflexio.errors import NotFoundError, PermissionDeniedError
 from reflexio.filters import LearningFilter
 from reflexio.learn.review import Action, IllegalTransition, ReviewState, approval_of, state_of, step
 from reflexio.models import PlaybookStatus
@@ -26,7 +26,7 @@ from reflexio.records import Approval, Audit, Learning, LearningEvent, LearningK
 from reflexio.service.core import Core
 from reflexio.storage import Storage
 
-__all__ = ["ACTION_OF_STATUS", "REFUSED", "current_state", "review"]
+__all__ = ["ACTION_OF_STATUS", "REFUSED", "current_state", "require_reviewer", "review"]
 
 AGENT = LearningKind.AGENT_PLAYBOOK
 #: The history event of an action the playbook's state refused.
@@ -38,6 +38,22 @@ ACTION_OF_STATUS = {
     PlaybookStatus.REJECTED: Action.REJECT,
     PlaybookStatus.PENDING: Action.REOPEN,
 }
+
+
+def require_reviewer(is_reviewer: bool, action: str) -> None:
+    """Refuse a review ``action`` to someone whose key is not a reviewer's (REST, MCP and the
+    dashboard ask the same question, and give the same answer).
+
+    Raises:
+        PermissionDeniedError: The key was not created with ``--reviewer``.
+    """
+    if not is_reviewer:
+        raise PermissionDeniedError(
+            f"this API key may not review agent playbooks ({action}): only the operator on the "
+            "server's machine and keys created with `reflexio keys create --reviewer` may; "
+            "use such a key, or leave the playbook pending for a reviewer",
+            details={"action": action},
+        )
 
 
 def current_state(storage: Storage, org_id: str, playbook_id: int) -> tuple[Learning | None, ReviewState]:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from reflexio import ranking
+from reflexio import ranking, telemetry
 from reflexio.errors import ReflexioError
 from reflexio.filters import Candidate, CandidateQuery, LearningFilter
 from reflexio.filters import SearchMode as StoreMode
@@ -119,7 +119,10 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
         weights=plan.weights,
         pool=plan.top_k * POOL_FACTOR + len(plan.exclude),  # the excluded may all rank first
     )
-    candidates = core.storage.search_candidates(org_id, query)
+    with telemetry.span("reflexio.search.candidates", **{"reflexio.search.mode": mode.value}) as arms:
+        candidates = core.storage.search_candidates(org_id, query)
+        if telemetry.tracing():  # what each arm (full text, vector) brought
+            arms.set_attributes(_arm_counts(candidates))
     timings["candidates_ms"] = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     per_filter: list[list[Candidate]] = [[] for _ in plan.filters]
@@ -147,13 +150,23 @@ def _query_vector(
         return None, plan.mode, False
     started = time.perf_counter()
     try:
-        vector = core.embedder.embed([plan.text], kind="query")[0]
+        with telemetry.span("reflexio.search.embed", **{"reflexio.embedder": core.embedder.name}):
+            vector = core.embedder.embed([plan.text], kind="query")[0]
     except ReflexioError as exc:  # a hosted embedder is down: full text still answers
         log.warning("query embedding failed, searching full text only: %s", exc)
         return None, SearchMode.FTS, True
     finally:
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
     return vector, plan.mode, False
+
+
+def _arm_counts(candidates: Sequence[Candidate]) -> dict[str, int]:
+    """How many candidates each retrieval arm found (a candidate may come from both)."""
+    return {
+        "reflexio.search.fts_hits": sum(1 for c in candidates if c.fts_rank is not None),
+        "reflexio.search.vector_hits": sum(1 for c in candidates if c.vector_rank is not None),
+        "reflexio.search.candidates": len(candidates),
+    }
 
 
 def _score(candidate: Candidate, plan: Plan) -> float:
@@ -313,6 +326,14 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
     and every learning served or withheld is recorded for the session.
     """
     quotas.charge(core, org_id, "searches")
+    started = time.perf_counter()
+    with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": req.top_k}):
+        out = _unified(core, org_id, req)
+    telemetry.SEARCH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
+    return out
+
+
+def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
     config = core.org_config(org_id, max_age=HOT_PATH_CONFIG_AGE)
     experiment = exposure.assignment(config, req.user_id, required=True)
     if experiment is not None and experiment.arm == "holdout":

@@ -16,11 +16,13 @@ twin (one queued job per key), and this one is closed with a note saying where t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from reflexio import telemetry
 from reflexio.errors import ConflictError
-from reflexio.records import Job, JobStatus, now
-from reflexio.storage import rows
+from reflexio.records import Job, JobStats, JobStatus, now
+from reflexio.storage import rows, stream
 from reflexio.storage.connector import Connector, Row
 from reflexio.storage.queries import where_jobs
 
@@ -38,9 +40,19 @@ class SqlJobQueue:
 
     def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
         query = "enqueue_job_debounced" if debounce else "enqueue_job"
+        trace = telemetry.carrier()  # the enqueuer's trace (a publish's): the worker continues it
         with self.db.transaction(savepoint=False) as db:  # on the publish path; it never fails by design
             t = now()
-            return [rows.job_from(_the(db.one(query, rows.job_params(job, t)))) for job in jobs]
+            return [
+                rows.job_from(
+                    _the(
+                        db.one(
+                            query, rows.job_params(replace(job, trace_context=job.trace_context or trace), t)
+                        )
+                    )
+                )
+                for job in jobs
+            ]
 
     def claim_jobs(
         self,
@@ -55,7 +67,8 @@ class SqlJobQueue:
         try:
             with self.db.transaction() as db:
                 t = now()  # once the write lock is held: what is due, and when leases end
-                db.execute("bury_exhausted_jobs", {"error": LEASE_EXPIRED, "now": t})
+                buried = db.all("bury_exhausted_jobs", {"error": LEASE_EXPIRED, "now": t})
+                stream.emit(db, [stream.job_dead(r) for r in buried])
                 params = {
                     "worker": worker,
                     "until": t + lease_seconds,
@@ -99,7 +112,9 @@ class SqlJobQueue:
             if error is None:
                 return db.execute("finish_job_done", params) > 0
             if retry_at is None:
-                return db.execute("finish_job_dead", params) > 0
+                dead = db.all("finish_job_dead", params)
+                stream.emit(db, [stream.job_dead(r) for r in dead])
+                return bool(dead)
             twin = _queued_twin(db, job_id)
             if twin is None:
                 return db.execute("finish_job_retry" if spend_attempt else "finish_job_defer", params) > 0
@@ -152,6 +167,19 @@ class SqlJobQueue:
         ids = None if job_ids is None else self.db.dialect.bind_list(list(job_ids))
         with self.db.transaction() as db:
             return db.execute("retry_jobs", {"org_id": org_id, "ids": ids, "now": now()})
+
+    def job_stats(self) -> list[JobStats]:
+        found = self.db.all("job_stats", {"now": now()})
+        return [
+            JobStats(
+                org_id=r["org_id"],
+                task=r["task"],
+                status=JobStatus(r["status"]),
+                count=int(r["n"]),
+                oldest_due=None if r["oldest_due"] is None else float(r["oldest_due"]),
+            )
+            for r in found
+        ]
 
     def list_orgs(self) -> list[str]:
         return [str(r["org_id"]) for r in self.db.all("list_orgs")]

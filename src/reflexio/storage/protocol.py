@@ -34,15 +34,18 @@ from reflexio.records import (
     ExposureRecord,
     InteractionRecord,
     Job,
+    JobStats,
     JobStatus,
     Learning,
     LearningEvent,
     LLMUsageRecord,
+    ModelUsage,
     OutcomeRecord,
     ProposalRecord,
     ReflectionActionRecord,
     RequestRecord,
     SessionVerdictDay,
+    StreamEventRecord,
     UsageSummary,
 )
 
@@ -245,6 +248,23 @@ class Storage(JobQueue, Protocol):
         A decision that lost a race is part of the playbook's history: who tried what, and
         why it was refused, next to the decision that won.
         """
+        ...
+
+    def list_stream_events(
+        self,
+        org_id: str,
+        *,
+        after: int,
+        types: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        user_id: str | None = None,
+        limit: int = 500,
+    ) -> list[StreamEventRecord]:
+        """The org's live-stream events numbered after ``after``, in order (``storage.stream``)."""
+        ...
+
+    def last_stream_event(self, org_id: str) -> int:
+        """The number of the org's latest stream event (0 when there is none)."""
         ...
 
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
@@ -519,6 +539,10 @@ class Storage(JobQueue, Protocol):
         """Move dead jobs (all, or these) back to the queue with fresh attempts."""
         ...
 
+    def job_stats(self) -> list[JobStats]:
+        """Jobs per org, task and open status (queued, running, dead), across every org."""
+        ...
+
     def list_orgs(self) -> list[str]:
         """Orgs that have written learnings (for per-org maintenance jobs)."""
         ...
@@ -539,6 +563,10 @@ class Storage(JobQueue, Protocol):
     # -- LLM accounting ---------------------------------------------------------------------
     def add_llm_usage(self, rows: Sequence[LLMUsageRecord], /) -> None:
         """Record finished LLM calls (append-only; ``created_at`` 0 means now)."""
+        ...
+
+    def llm_usage_by_org(self) -> list[ModelUsage]:
+        """LLM tokens and cost ever accounted, per org and model, across every org."""
         ...
 
     def llm_usage(

@@ -36,6 +36,7 @@ __all__ = [
     "where_jobs",
     "where_learnings",
     "where_requests",
+    "where_stream_events",
 ]
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
@@ -263,6 +264,21 @@ def where_events(
     w.equal("user_id", user_id)
     w.among("kind", None if kinds is None else [str(k) for k in kinds])
     w.among("event", None if events is None else [str(e) for e in events])
+    return w.compiled()
+
+
+def where_stream_events(
+    d: Dialect,
+    *,
+    types: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+    user_id: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """The WHERE fragment of ``Storage.list_stream_events`` (without the org and seq conditions)."""
+    w = Where(d)
+    w.among("type", None if types is None else list(types))
+    w.among("kind", None if kinds is None else list(kinds))
+    w.equal("user_id", user_id)
     return w.compiled()
 
 

@@ -347,6 +347,7 @@ def api_key_from(r: Mapping[str, Any]) -> ApiKeyRecord:
         name=r["name"],
         created_at=float(r["created_at"]),
         revoked_at=None if r["revoked_at"] is None else float(r["revoked_at"]),
+        reviewer=bool(r["reviewer"]),
     )
 
 
@@ -361,6 +362,7 @@ def job_params(job: Job, t: float) -> dict[str, Any]:
         "max_attempts": job.max_attempts,
         "request_id": job.request_id,
         "now": t,
+        "trace_context": _dumps(job.trace_context or {}),
     }
 
 
@@ -384,6 +386,7 @@ def job_from(r: Mapping[str, Any]) -> Job:
         updated_at=float(r["updated_at"]),
         finished_at=None if r["finished_at"] is None else float(r["finished_at"]),
         progress=_loads(r["progress"]) or {},
+        trace_context=_loads(r["trace_context"]) or {},
     )
 
 

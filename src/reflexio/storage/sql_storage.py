@@ -35,13 +35,15 @@ from reflexio.records import (
     Learning,
     LearningEvent,
     LLMUsageRecord,
+    ModelUsage,
     ProposalRecord,
     RequestRecord,
     SessionVerdictDay,
+    StreamEventRecord,
     UsageSummary,
     now,
 )
-from reflexio.storage import learning_writes, rows
+from reflexio.storage import learning_writes, rows, stream
 from reflexio.storage.connector import Connector
 from reflexio.storage.job_queue import SqlJobQueue
 from reflexio.storage.queries import (
@@ -50,6 +52,7 @@ from reflexio.storage.queries import (
     where_interactions,
     where_learnings,
     where_requests,
+    where_stream_events,
 )
 from reflexio.storage.reflect_tables import ReflectTables
 
@@ -211,6 +214,7 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         db.execute("insert_changes", {"org_id": org_id, "seq": seq, "ids": db.dialect.bind_list(list(ids))})
         if events:
             db.bulk_insert("learning_events", [rows.event_params(e) for e in events], returning_ids=False)
+            stream.emit(db, stream.from_learning_events(events))
 
     def _select(self, db: Connector, org_id: str, where: LearningFilter) -> list[Learning]:
         sql, params = where_learnings(where, db.dialect)
@@ -309,6 +313,24 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         with self.db.transaction() as db:
             db.bulk_insert("learning_events", [rows.event_params(e) for e in stamped], returning_ids=False)
 
+    def list_stream_events(
+        self,
+        org_id: str,
+        *,
+        after: int,
+        types: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        user_id: str | None = None,
+        limit: int = 500,
+    ) -> list[StreamEventRecord]:
+        sql, params = where_stream_events(self.db.dialect, types=types, kinds=kinds, user_id=user_id)
+        params |= {"org_id": org_id, "after": after, "limit": limit}
+        return [stream.stream_event_from(r) for r in self.db.all("list_stream_events", params, where=sql)]
+
+    def last_stream_event(self, org_id: str) -> int:
+        row = self.db.one("last_stream_event", {"org_id": org_id})
+        return int(row["seq"]) if row else 0
+
     def add_exposures(self, org_id: str, session_id: str, refs: Sequence[tuple[str, str]]) -> None:
         if not refs:
             return
@@ -391,7 +413,9 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         params = [rows.evaluation_params(r, r.created_at or t) for r in rows_in]
         with self.db.transaction() as db:
             ids = db.insert("insert_evaluation", params)
-        return [rows.evaluation_from({**p, "id": i}) for p, i in zip(params, ids, strict=True)]
+            stored = [rows.evaluation_from({**p, "id": i}) for p, i in zip(params, ids, strict=True)]
+            stream.emit(db, stream.from_evaluations(stored))
+        return stored
 
     def list_evaluations(
         self,
@@ -494,7 +518,7 @@ class SqlStorage(ReflectTables, SqlJobQueue):
                 db.execute("clear_user_reflection_actions", {"org_id": org_id, "ids": ids})
             self._delete_rows(db, seq, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
-            for table in ("events", "evaluations", "bookmarks", "outcomes"):
+            for table in ("events", "stream_events", "evaluations", "bookmarks", "outcomes"):
                 counts[table] = db.execute(f"clear_user_{table}", who)
             return counts
 
@@ -507,6 +531,7 @@ class SqlStorage(ReflectTables, SqlJobQueue):
             "prefix": key.prefix,
             "name": key.name,
             "created_at": t,
+            "reviewer": key.reviewer,
         }
         with self.db.transaction() as db:
             (key_id,) = db.insert("insert_api_key", [params])
@@ -551,6 +576,18 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         t = now()
         with self.db.transaction() as db:
             db.many("insert_llm_usage", [rows.usage_params(r, r.created_at or t) for r in rows_in])
+
+    def llm_usage_by_org(self) -> list[ModelUsage]:
+        return [
+            ModelUsage(
+                org_id=r["org_id"],
+                model=r["model"],
+                prompt_tokens=int(r["prompt_tokens"]),
+                completion_tokens=int(r["completion_tokens"]),
+                cost_usd=float(r["cost_usd"]),
+            )
+            for r in self.db.all("llm_usage_by_org")
+        ]
 
     def llm_usage(
         self, org_id: str, *, job_id: int | None = None, since: float | None = None

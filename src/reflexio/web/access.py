@@ -72,6 +72,8 @@ class Viewer:
         csrf: The token their forms must send back.
         signed_in: Whether they signed in (so a sign-out makes sense).
         cookie: A fresh cookie to set on the response (local mode's first visit), else "".
+        reviewer: Whether they may approve, reject, rewrite and delete agent playbooks (the
+            operator on this machine, or a key created with ``--reviewer``), as over REST.
     """
 
     org_id: str
@@ -80,6 +82,7 @@ class Viewer:
     csrf: str
     signed_in: bool
     cookie: str = ""
+    reviewer: bool = True
 
 
 def issue_cookie(core: Core, key: ApiKeyRecord | None) -> str:
@@ -129,7 +132,7 @@ def _signed_in(core: Core, value: str) -> Viewer | None:
     if key is None or payload is None:
         return None
     csrf = _mac(_secret(key), f"csrf:{payload['n']}")
-    return Viewer(key.org_id, f"key:{key.prefix}", key.id, csrf, signed_in=True)
+    return Viewer(key.org_id, f"key:{key.prefix}", key.id, csrf, signed_in=True, reviewer=key.reviewer)
 
 
 def _secret(key: ApiKeyRecord | None) -> bytes:

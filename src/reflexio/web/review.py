@@ -15,7 +15,7 @@ from reflexio.errors import BadRequestError, ConflictError, ReflexioError
 from reflexio.learn.review import Action, ReviewState
 from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.service import browse
-from reflexio.service.review import current_state, review
+from reflexio.service.review import current_state, require_reviewer, review
 from reflexio.web.filters import Filters, page_number
 from reflexio.web.routing import Ask, Handler, action, page, redirect
 
@@ -103,6 +103,7 @@ def _note(ask: Ask) -> str | None:
 
 def _decision(verb: Action, done: str) -> Handler:
     def decide(ask: Ask) -> Response:
+        require_reviewer(ask.viewer.reviewer, verb.value)
         playbook_id = _id(ask)
         try:
             review(
@@ -131,6 +132,7 @@ def _decision(verb: Action, done: str) -> Handler:
 
 
 def _rewrite(ask: Ask) -> Response:
+    require_reviewer(ask.viewer.reviewer, Action.REWRITE.value)
     playbook_id = _id(ask)
     text = _text(ask)
     review(
@@ -183,6 +185,7 @@ def _bulk(ask: Ask) -> Response:
     verb = verbs.get(str(ask.form.get("verb", "")))
     if verb is None:
         raise BadRequestError("verb must be approve, reject or delete")
+    require_reviewer(ask.viewer.reviewer, f"bulk {verb.value}")
     raw_ids = ask.form.getlist("ids")
     if not raw_ids:
         raise BadRequestError("select at least one playbook")

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from reflexio.errors import BadRequestError
 from reflexio.service import keys, org_config
+from reflexio.service.review import require_reviewer
 from reflexio.web.access import issue_cookie
 from reflexio.web.config_form import form_sections, from_form
 from reflexio.web.render import set_session_cookie
@@ -93,7 +94,12 @@ def _create_key(ask: Ask) -> Response:
     if len(name) > _NAME_LIMIT:
         raise BadRequestError(f"name is at most {_NAME_LIMIT} characters")
     first = not ask.core.keys_exist()
-    record, plain = keys.create_key(ask.core, ask.org_id, name)
+    # The first key is the operator's (they stay signed in with it); later ones review only
+    # when asked, and only a reviewer may hand that right on.
+    reviewer = first or ask.form.get("reviewer") == "on"
+    if reviewer and not first:
+        require_reviewer(ask.viewer.reviewer, "creating a reviewer key")
+    record, plain = keys.create_key(ask.core, ask.org_id, name, reviewer=reviewer)
     response = _settings(ask, new_key=plain, message=f"Key {record.prefix}… created")
     if first:  # the server now demands keys: keep the creator signed in with theirs
         set_session_cookie(response, ask.request, issue_cookie(ask.core, record))

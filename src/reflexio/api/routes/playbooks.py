@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from reflexio.api.auth import CallerDep, CoreDep
+from reflexio.api.auth import CallerDep, CoreDep, require_reviewer
 from reflexio.api.lifecycle import cancellable
 from reflexio.api.routes import api_router, documented
 from reflexio.models import (
@@ -23,6 +23,7 @@ from reflexio.models import (
     GetAgentPlaybooksViewResponse,
     GetUserPlaybooksRequest,
     GetUserPlaybooksViewResponse,
+    PlaybookStatus,
     SearchAgentPlaybookRequest,
     SearchAgentPlaybooksViewResponse,
     SearchUserPlaybookRequest,
@@ -55,7 +56,10 @@ async def add_user_playbook(
 async def add_agent_playbook(
     body: AddAgentPlaybookRequest, request: Request, core: CoreDep, caller: CallerDep
 ) -> AddAgentPlaybookResponse:
-    """Store agent playbooks directly (pending review unless the caller says otherwise)."""
+    """Store agent playbooks directly (pending review unless a reviewer says otherwise)."""
+    decided = {p.playbook_status for p in body.agent_playbooks} - {PlaybookStatus.PENDING}
+    if decided:
+        require_reviewer(caller, f"adding playbooks already {', '.join(sorted(decided))}")
     return await cancellable(
         request, playbooks.add_agent_playbooks, core, caller.org_id, body, actor=caller.actor
     )
@@ -90,6 +94,8 @@ def update_agent_playbook(
     body: UpdateAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateAgentPlaybookResponse:
     """Edit an agent playbook's text and/or review state (404 when it does not exist)."""
+    if body.playbook_status is not None:
+        require_reviewer(caller, f"setting its status to {body.playbook_status}")
     return playbooks.update_agent_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
@@ -98,6 +104,7 @@ def update_agent_playbook_status(
     body: UpdatePlaybookStatusRequest, core: CoreDep, caller: CallerDep
 ) -> UpdatePlaybookStatusResponse:
     """Approve, reject or re-open an agent playbook (rejected ones leave retrieval at once)."""
+    require_reviewer(caller, f"setting its status to {body.playbook_status}")
     return playbooks.update_agent_playbook_status(core, caller.org_id, body, actor=caller.actor)
 
 

@@ -196,16 +196,16 @@ DELETE FROM evaluations WHERE org_id = %(org_id)s AND user_id = %(user_id)s
 DELETE FROM bookmarks WHERE org_id = %(org_id)s AND user_id = %(user_id)s
 
 -- name: insert_api_key
-INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at)
-VALUES (%(org_id)s, %(key_hash)s, %(prefix)s, %(name)s, %(created_at)s)
+INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at, reviewer)
+VALUES (%(org_id)s, %(key_hash)s, %(prefix)s, %(name)s, %(created_at)s, %(reviewer)s)
 RETURNING id
 
 -- name: find_api_key
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
 
 -- name: list_api_keys
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE (%(org_id)s::text IS NULL OR org_id = %(org_id)s::text) ORDER BY id
 
 -- name: revoke_api_key
@@ -219,10 +219,11 @@ SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 -- (org, task, key) is already queued returns the queued row (unchanged, or moved later and
 -- carrying the newer payload when debounced), even when two processes enqueue at once.
 INSERT INTO jobs AS j (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
     %(org_id)s, %(task)s, %(key)s, %(payload)s, 'queued', %(run_at)s, 0, %(max_attempts)s,
-    %(request_id)s, %(now)s, %(now)s
+    %(request_id)s, %(now)s, %(now)s, %(trace_context)s
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET updated_at = j.updated_at
@@ -230,10 +231,11 @@ RETURNING *
 
 -- name: enqueue_job_debounced
 INSERT INTO jobs AS j (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
     %(org_id)s, %(task)s, %(key)s, %(payload)s, 'queued', %(run_at)s, 0, %(max_attempts)s,
-    %(request_id)s, %(now)s, %(now)s
+    %(request_id)s, %(now)s, %(now)s, %(trace_context)s
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET run_at = greatest(j.run_at, excluded.run_at), payload = excluded.payload,
@@ -248,6 +250,7 @@ WHERE id IN (
     WHERE status = 'running' AND lease_expires_at < %(now)s AND attempts >= max_attempts
     FOR UPDATE SKIP LOCKED
 )
+RETURNING id, org_id, task, last_error
 
 -- name: claim_jobs
 -- A queued job waits while a job of its key runs (even one whose lease expired: that one is
@@ -301,6 +304,7 @@ WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
 UPDATE jobs SET status = 'dead', last_error = %(error)s, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
+RETURNING id, org_id, task, last_error
 
 -- name: queued_twin
 SELECT q.id FROM jobs j
@@ -397,6 +401,40 @@ RETURNING used
 
 -- name: usage_of_period
 SELECT meter, used FROM usage_counters WHERE org_id = %(org_id)s AND period = %(period)s
+
+-- name: bump_event_seq
+-- The org's next :n stream event numbers (the last one is returned). Under the org's row lock,
+-- held to commit, so numbers are handed out in commit order.
+INSERT INTO org_state AS s (org_id, event_seq) VALUES (%(org_id)s, %(n)s)
+ON CONFLICT (org_id) DO UPDATE SET event_seq = s.event_seq + %(n)s
+RETURNING event_seq
+
+-- name: insert_stream_event
+INSERT INTO stream_events (org_id, seq, type, kind, subject_id, user_id, data, created_at)
+VALUES (%(org_id)s, %(seq)s, %(type)s, %(kind)s, %(subject_id)s, %(user_id)s, %(data)s, %(created_at)s)
+
+-- name: list_stream_events
+SELECT * FROM stream_events WHERE org_id = %(org_id)s AND seq > %(after)s AND ({where})
+ORDER BY seq LIMIT %(limit)s
+
+-- name: last_stream_event
+SELECT coalesce(max(seq), 0) AS seq FROM stream_events WHERE org_id = %(org_id)s
+
+-- name: clear_user_stream_events
+DELETE FROM stream_events WHERE org_id = %(org_id)s AND user_id = %(user_id)s
+
+-- name: job_stats
+-- What /metrics reports about the queue: jobs per org, task and open status, and the oldest
+-- due queued job's run time (its age is how late the queue runs).
+SELECT org_id, task, status, count(*) AS n,
+       min(CASE WHEN status = 'queued' AND run_at <= %(now)s THEN run_at END) AS oldest_due
+FROM jobs WHERE status IN ('queued', 'running', 'dead')
+GROUP BY org_id, task, status
+
+-- name: llm_usage_by_org
+SELECT org_id, model, coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+FROM llm_usage GROUP BY org_id, model
 
 -- name: insert_outcome
 INSERT INTO session_outcomes (

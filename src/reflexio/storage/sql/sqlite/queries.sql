@@ -180,16 +180,16 @@ DELETE FROM evaluations WHERE org_id = :org_id AND user_id = :user_id
 DELETE FROM bookmarks WHERE org_id = :org_id AND user_id = :user_id
 
 -- name: insert_api_key
-INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at)
-VALUES (:org_id, :key_hash, :prefix, :name, :created_at)
+INSERT INTO api_keys (org_id, key_hash, prefix, name, created_at, reviewer)
+VALUES (:org_id, :key_hash, :prefix, :name, :created_at, :reviewer)
 RETURNING id
 
 -- name: find_api_key
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE key_hash = :key_hash AND revoked_at IS NULL
 
 -- name: list_api_keys
-SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at
+SELECT id, org_id, key_hash, prefix, name, created_at, revoked_at, reviewer
 FROM api_keys WHERE (:org_id IS NULL OR org_id = :org_id) ORDER BY id
 
 -- name: revoke_api_key
@@ -203,9 +203,11 @@ SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 -- (org, task, key) is already queued returns the queued row (unchanged, or moved later and
 -- carrying the newer payload when debounced).
 INSERT INTO jobs (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
-    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
+    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now,
+    :trace_context
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET updated_at = jobs.updated_at
@@ -213,9 +215,11 @@ RETURNING *
 
 -- name: enqueue_job_debounced
 INSERT INTO jobs (
-    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
 ) VALUES (
-    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now
+    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now,
+    :trace_context
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO UPDATE SET
     run_at = max(jobs.run_at, excluded.run_at),
@@ -228,6 +232,7 @@ RETURNING *
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL,
     lease_expires_at = NULL, finished_at = :now, updated_at = :now
 WHERE status = 'running' AND lease_expires_at < :now AND attempts >= max_attempts
+RETURNING id, org_id, task, last_error
 
 -- name: claim_jobs
 -- A queued job waits while a job of its key runs (even one whose lease expired: that one is
@@ -280,6 +285,7 @@ WHERE id = :id AND status = 'running' AND lease_owner = :worker
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = :now, updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_owner = :worker
+RETURNING id, org_id, task, last_error
 
 -- name: queued_twin
 SELECT q.id FROM jobs j
@@ -375,6 +381,40 @@ RETURNING used
 
 -- name: usage_of_period
 SELECT meter, used FROM usage_counters WHERE org_id = :org_id AND period = :period
+
+-- name: bump_event_seq
+-- The org's next :n stream event numbers (the last one is returned). Under the org's row lock,
+-- held to commit, so numbers are handed out in commit order.
+INSERT INTO org_state (org_id, event_seq) VALUES (:org_id, :n)
+ON CONFLICT (org_id) DO UPDATE SET event_seq = event_seq + :n
+RETURNING event_seq
+
+-- name: insert_stream_event
+INSERT INTO stream_events (org_id, seq, type, kind, subject_id, user_id, data, created_at)
+VALUES (:org_id, :seq, :type, :kind, :subject_id, :user_id, :data, :created_at)
+
+-- name: list_stream_events
+SELECT * FROM stream_events WHERE org_id = :org_id AND seq > :after AND ({where})
+ORDER BY seq LIMIT :limit
+
+-- name: last_stream_event
+SELECT coalesce(max(seq), 0) AS seq FROM stream_events WHERE org_id = :org_id
+
+-- name: clear_user_stream_events
+DELETE FROM stream_events WHERE org_id = :org_id AND user_id = :user_id
+
+-- name: job_stats
+-- What /metrics reports about the queue: jobs per org, task and open status, and the oldest
+-- due queued job's run time (its age is how late the queue runs).
+SELECT org_id, task, status, count(*) AS n,
+       min(CASE WHEN status = 'queued' AND run_at <= :now THEN run_at END) AS oldest_due
+FROM jobs WHERE status IN ('queued', 'running', 'dead')
+GROUP BY org_id, task, status
+
+-- name: llm_usage_by_org
+SELECT org_id, model, coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+FROM llm_usage GROUP BY org_id, model
 
 -- name: insert_outcome
 INSERT INTO session_outcomes (

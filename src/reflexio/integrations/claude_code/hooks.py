@@ -1,0 +1,405 @@
+"""The Claude Code hook commands: search on prompt submit, publish on stop and session end.
+
+Claude Code runs ``python -I -m reflexio.integrations.claude_code <event>`` with the hook's
+JSON on stdin:
+
+* ``prompt`` (UserPromptSubmit): search with the prompt and print the block as
+  ``hookSpecificOutput.additionalContext``; remember what was injected. This runs before every
+  prompt, so it uses the standard library only (``http.client``, ``sqlite3``) and starts in
+  milliseconds: the SDK and pydantic would cost more than the whole budget.
+* ``stop`` (Stop) and ``session-end`` (SessionEnd): read the transcript since the last publish,
+  queue one publish of those turns (tool calls with their status, and on each answer the
+  learnings its prompt was given) in the outbox, and start a background ``flush``.
+* ``flush``: send what the outbox holds through the SDK, oldest first, idempotently by
+  ``request_id``; what the server cannot take now stays for the next hook.
+
+A hook never blocks or breaks the agent: every failure is logged to ``hooks.log`` in the
+outbox's folder and the hook exits 0; the server is given ``timeout_seconds`` at most.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from reflexio.config import ClaudeCodeSettings
+from reflexio.integrations.claude_code.outbox import Injection, Outbox
+from reflexio.prompt_text import STANDING_TAG, PromptItem, pack, rule_line
+
+if TYPE_CHECKING:  # the prompt hook never reads a transcript: it does not import the reader
+    from reflexio.integrations.claude_code.transcript import Turn
+
+__all__ = ["EVENTS", "SOURCE", "flush", "main", "on_prompt", "on_stop"]
+
+_LOG_FOLDER: list[Path] = []
+
+
+def _log(level: str, message: str, *args: object, trace: bool = False) -> None:
+    """Append to the hooks' log; ``logging`` is imported only then (it costs start-up time)."""
+    import logging
+
+    logger = logging.getLogger("reflexio.claude_code")
+    if not logger.handlers and _LOG_FOLDER:
+        handler = logging.FileHandler(_LOG_FOLDER[0] / "hooks.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    logger.log(logging.getLevelName(level), message, *args, exc_info=trace)
+
+
+#: The ``source`` every publish from Claude Code carries.
+SOURCE = "claude-code"
+#: What the injected block starts with, so the model knows where it comes from.
+INTRO = "Reflexio, from earlier sessions with this user (follow these where they apply):"
+#: Prompts not worth a search: acknowledgements and the like.
+_TRIVIAL = frozenset(
+    {"y", "n", "yes", "no", "ok", "okay", "k", "thanks", "thank you", "thx", "lgtm", "go", "continue"}
+)
+#: Seconds one flusher may hold the outbox before another may take over.
+FLUSH_LEASE_SECONDS = 60.0
+
+EVENTS = ("prompt", "stop", "session-end", "flush")
+
+
+# -- prompt -------------------------------------------------------------------------------------
+
+
+def on_prompt(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbox) -> str:
+    """The UserPromptSubmit hook: the JSON to print (empty when there is nothing to inject)."""
+    if outbox.has_pending():
+        spawn_flush()
+    prompt = str(payload.get("prompt", ""))
+    session_id = str(payload.get("session_id", ""))
+    if _trivial(prompt):
+        return ""
+    found = _search(settings, prompt, session_id)
+    kept, text = pack(_items(found), settings.max_tokens)
+    if not kept:
+        return ""
+    learnings = [{"kind": item.kind, "learning_id": item.learning_id} for item in kept]
+    outbox.remember_injection(session_id, prompt, learnings)
+    context = f"{INTRO}\n\n{text}"
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
+    )
+
+
+def _trivial(prompt: str) -> bool:
+    words = prompt.strip().lower().strip(".!?")
+    return len(words) < 3 or words in _TRIVIAL
+
+
+def _search(settings: ClaudeCodeSettings, prompt: str, session_id: str) -> dict[str, Any]:
+    body = {
+        "query": prompt[:4000],
+        "user_id": settings.user_id,
+        "agent_version": settings.agent_version,
+        "top_k": settings.top_k,
+    }
+    if session_id:
+        body["session_id"] = session_id
+    return _post(settings, "/api/search", body)
+
+
+def _post(settings: ClaudeCodeSettings, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One JSON POST, within ``timeout_seconds`` overall.
+
+    Plain HTTP goes over a socket with a one-request HTTP/1.1 exchange (``Connection: close``):
+    ``http.client`` pulls in the ``email`` package, which alone costs more start-up time than
+    the search. HTTPS goes through ``http.client`` and ``ssl``, which cost that anyway.
+    """
+    url = urlsplit(settings.client.url)
+    headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
+    if settings.client.api_key:
+        headers["Authorization"] = f"Bearer {settings.client.api_key}"
+    target = url.path.rstrip("/") + path
+    payload = json.dumps(body).encode()
+    if url.scheme == "https":
+        status, data = _post_tls(
+            url.hostname or "", url.port or 443, target, payload, headers, settings.timeout_seconds
+        )
+    else:
+        status, data = _post_plain(
+            url.hostname or "127.0.0.1", url.port or 80, target, payload, headers, settings.timeout_seconds
+        )
+    if status != 200:
+        raise RuntimeError(f"POST {path} answered {status}: {data[:300]!r}")
+    answer: dict[str, Any] = json.loads(data)
+    return answer
+
+
+def _post_plain(
+    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    deadline = time.monotonic() + timeout
+    lines = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(payload)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+    head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(":", 1) for line in header_lines if ":" in line)
+    if any(k.strip().lower() == "transfer-encoding" and "chunked" in v.lower() for k, v in fields.items()):
+        rest = _unchunk(rest)
+    return int(status_line.split()[1]), rest
+
+
+def _unchunk(data: bytes) -> bytes:
+    out = []
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(data[:size])
+        data = data[size + 2 :]
+    return b"".join(out)
+
+
+def _post_tls(
+    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    import http.client
+
+    connection = http.client.HTTPSConnection(host, port, timeout=timeout)
+    try:
+        connection.request("POST", target, payload, headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def _items(found: dict[str, Any]) -> list[PromptItem]:
+    """The search hits as prompt items (the same rules as ``UnifiedSearchViewResponse.to_prompt``)."""
+    items = [
+        PromptItem(
+            "agent_playbook",
+            str(r["agent_playbook_id"]),
+            rule_line(r.get("trigger"), r["content"]),
+            r.get("score"),
+            standing=STANDING_TAG in (r.get("tags") or ()),
+        )
+        for r in found.get("agent_playbooks", [])
+    ]
+    items += [
+        PromptItem(
+            "user_playbook",
+            str(r["user_playbook_id"]),
+            rule_line(r.get("trigger"), r["content"]),
+            r.get("score"),
+            standing=STANDING_TAG in (r.get("tags") or ()),
+        )
+        for r in found.get("user_playbooks", [])
+    ]
+    items += [
+        PromptItem(
+            "profile",
+            str(r["profile_id"]),
+            " ".join(str(r["content"]).split()),
+            r.get("score"),
+            standing=STANDING_TAG in (r.get("tags") or ()),
+        )
+        for r in found.get("profiles", [])
+    ]
+    return items
+
+
+# -- stop and session end --------------------------------------------------------------------
+
+
+def on_stop(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbox, *, finished: bool) -> bool:
+    """The Stop / SessionEnd hook: queue the turns since the last publish; True when queued."""
+    session_id = str(payload.get("session_id", ""))
+    path = Path(str(payload.get("transcript_path", "")))
+    if not session_id or not path.is_file():
+        _log("WARNING", "no transcript to read for session %r at %s", session_id, path)
+        return False
+    offset = outbox.offset(session_id)
+    if offset > path.stat().st_size:  # the file was replaced: read it again from the top
+        offset = 0
+    from reflexio.integrations.claude_code.transcript import read_turns
+
+    turns, end = read_turns(path, offset)
+    injections = outbox.injections(session_id)
+    consumed = _attach(turns, injections)
+    if turns:
+        message = _publish_message(
+            settings, session_id, turns, f"{SOURCE}:{session_id}:{offset}-{end}", finished
+        )
+    elif finished:
+        message = {
+            "kind": "finalize",
+            "request_id": f"{SOURCE}:{session_id}:end",
+            "user_id": settings.user_id,
+            "session_id": session_id,
+        }
+    else:
+        return False
+    outbox.enqueue(session_id, str(path), end, message, consumed)
+    return True
+
+
+def _publish_message(
+    settings: ClaudeCodeSettings, session_id: str, turns: list[Turn], request_id: str, finished: bool
+) -> dict[str, Any]:
+    return {
+        "kind": "publish",
+        "request_id": request_id,
+        "user_id": settings.user_id,
+        "session_id": session_id,
+        "agent_version": settings.agent_version,
+        "source": SOURCE,
+        "session_finished": finished,
+        "interactions": [turn.as_interaction() for turn in turns],
+    }
+
+
+def _attach(turns: list[Turn], injections: list[Injection]) -> list[int]:
+    """Put each injection on the answer to its prompt; returns the injections placed.
+
+    An injection whose prompt is not among the turns (Claude Code rewrote it) goes on the
+    last answer; with no answer at all, injections wait for the next publish.
+    """
+    answers = [i for i, turn in enumerate(turns) if turn.role == "Assistant"]
+    if not answers:
+        return []
+    placed = []
+    cursor = 0
+    for injection in injections:
+        target = answers[-1]
+        for i in range(cursor, len(turns)):
+            if turns[i].role == "User" and turns[i].content.strip() == injection.prompt.strip():
+                target = next((a for a in answers if a > i), answers[-1])
+                cursor = i + 1
+                break
+        known = {(r["kind"], r["learning_id"]) for r in turns[target].retrieved_learnings}
+        turns[target].retrieved_learnings += [
+            r for r in injection.learnings if (r["kind"], r["learning_id"]) not in known
+        ]
+        placed.append(injection.id)
+    return placed
+
+
+# -- flush ------------------------------------------------------------------------------------
+
+
+def spawn_flush() -> None:
+    """Send the outbox in a detached process, so no hook waits for the network."""
+    import subprocess  # only when there is something to send: it costs start-up time
+
+    subprocess.Popen(
+        [sys.executable, "-I", "-m", "reflexio.integrations.claude_code", "flush"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def flush(settings: ClaudeCodeSettings, outbox: Outbox) -> int:
+    """Send what the outbox holds, oldest first; returns how many the server took.
+
+    Stops at the first failure the server may get over (it is down, overloaded, the key is
+    wrong): the rest is tried next time, in order. A publish the server refuses for good
+    (its payload is invalid) is set aside with its error rather than retried forever.
+    """
+    from reflexio.client import ReflexioClient
+    from reflexio.errors import (
+        BadRequestError,
+        ConflictError,
+        NotFoundError,
+        PayloadTooLargeError,
+        ReflexioError,
+        ValidationError,
+    )
+
+    permanent = (BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError, ValidationError)
+    holder = f"{os.getpid()}:{time.time()}"
+    if not outbox.take_flusher_lease(holder, FLUSH_LEASE_SECONDS):
+        return 0
+    sent = 0
+    try:
+        client = ReflexioClient(
+            api_key=settings.client.api_key,
+            url_endpoint=settings.client.url,
+            timeout=settings.timeout_seconds * 5,
+        )
+        with client:
+            for item in outbox.pending():
+                try:
+                    _send(client, item.payload)
+                except permanent as exc:
+                    outbox.failed(item.id, f"{type(exc).__name__}: {exc}", permanent=True)
+                except (ReflexioError, OSError) as exc:
+                    outbox.failed(item.id, f"{type(exc).__name__}: {exc}", permanent=False)
+                    break
+                else:
+                    outbox.sent(item.id)
+                    sent += 1
+    finally:
+        outbox.release_flusher_lease(holder)
+    return sent
+
+
+def _send(client: Any, message: dict[str, Any]) -> None:
+    if message.get("kind") == "finalize":
+        client.finalize_session(message["user_id"], message["session_id"])
+        return
+    client.publish_interaction(
+        message["user_id"],
+        message["interactions"],
+        source=message["source"],
+        agent_version=message["agent_version"],
+        session_id=message["session_id"],
+        session_finished=message["session_finished"],
+        request_id=message["request_id"],
+    )
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    """Run one hook event; always 0, whatever happens (the agent must never break on us)."""
+    settings = ClaudeCodeSettings.from_env()
+    try:
+        settings.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _LOG_FOLDER.append(settings.folder)
+        _run(argv[0] if argv else "", settings)
+    except OSError as exc:  # the server is down or slow: expected, and the outbox keeps the turns
+        _log("WARNING", "hook %s: %s: %s", argv[:1], type(exc).__name__, exc)
+    except BaseException:  # a hook must exit 0 whatever failed; the log says what
+        _log("ERROR", "hook %s failed", argv[:1], trace=True)
+    return 0
+
+
+def _run(event: str, settings: ClaudeCodeSettings) -> None:
+    if event not in EVENTS:
+        raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
+    outbox = Outbox(settings.folder / "outbox.db")
+    try:
+        if event == "flush":
+            sent = flush(settings, outbox)
+            _log("INFO", "flush: sent %s", sent)
+            return
+        payload = json.loads(sys.stdin.read() or "{}")
+        if event == "prompt":
+            out = on_prompt(payload, settings, outbox)
+            if out:
+                sys.stdout.write(out)
+        elif on_stop(payload, settings, outbox, finished=event == "session-end"):
+            spawn_flush()
+    finally:
+        outbox.close()

@@ -1,0 +1,234 @@
+"""OpenTelemetry: the spans and instruments Reflexio records, and where they are sent.
+
+Code records through the OpenTelemetry API only (``span``, the instruments below). The API is a
+no-op until :func:`configure` installs the SDK (the ``otel`` extra), so a server without it, or
+with nothing configured, pays next to nothing. :func:`configure` runs once per process (the API
+server, the worker process, ``reflexio worker``):
+
+* traces go to the OTLP/HTTP endpoint of ``Settings.otel_endpoint``, and nowhere when it is
+  unset (no tracer provider is installed, spans stay no-ops);
+* metrics are always readable as Prometheus text (``/metrics``, see :func:`prometheus_text`),
+  and pushed over OTLP too when the endpoint is set.
+
+A publish's trace continues in the worker that learns from it: :func:`carrier` serialises the
+current context (W3C ``traceparent``) for the job row, and :func:`continued` restores it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.metrics import Observation
+
+from reflexio.records import JobStats, ModelUsage
+
+__all__ = [
+    "JOB_FAILURES",
+    "PUBLISH_MS",
+    "SEARCH_MS",
+    "carrier",
+    "configure",
+    "continued",
+    "observe",
+    "prometheus_text",
+    "span",
+    "tracing",
+]
+
+log = logging.getLogger(__name__)
+
+_tracer = trace.get_tracer("reflexio")
+_meter = metrics.get_meter("reflexio")
+
+PUBLISH_MS = _meter.create_histogram(
+    "reflexio.publish.duration", unit="ms", description="Time to store a publish and enqueue its jobs."
+)
+SEARCH_MS = _meter.create_histogram(
+    "reflexio.search.duration", unit="ms", description="Time to answer a search."
+)
+JOB_FAILURES = _meter.create_counter(
+    "reflexio.jobs.failures", description="Job attempts that failed in this process (outcome: retry or dead)."
+)
+
+#: Read at collection time from storage (see ``observe``): every process sees the same truth.
+_sources: dict[str, Callable[[], Sequence[Any]]] = {}
+_memo: dict[str, tuple[float, Sequence[Any]]] = {}
+#: Seconds a storage reading serves the instruments of one collection.
+_MEMO_SECONDS = 1.0
+
+
+def observe(
+    *, job_stats: Callable[[], Sequence[JobStats]], llm_usage: Callable[[], Sequence[ModelUsage]]
+) -> None:
+    """Read the queue and the LLM spend from these (a server's storage) when metrics are collected."""
+    _sources.update(job_stats=job_stats, llm_usage=llm_usage)
+    _memo.clear()
+
+
+def _read(name: str) -> Sequence[Any]:
+    source = _sources.get(name)
+    if source is None:
+        return ()
+    cached = _memo.get(name)
+    if cached is not None and time.monotonic() - cached[0] < _MEMO_SECONDS:
+        return cached[1]
+    try:
+        value = source()
+    except Exception:  # a scrape must not fail because storage did; the gauges are just absent
+        log.exception("reading %s for metrics failed", name)
+        return ()
+    _memo[name] = (time.monotonic(), value)
+    return value
+
+
+def _jobs(_: Any) -> Iterator[Observation]:
+    for s in _read("job_stats"):
+        yield Observation(s.count, {"org": s.org_id, "task": s.task, "status": s.status.value})
+
+
+def _lateness(_: Any) -> Iterator[Observation]:
+    now = time.time()
+    for s in _read("job_stats"):
+        if s.oldest_due is not None:
+            yield Observation(max(0.0, now - s.oldest_due), {"org": s.org_id, "task": s.task})
+
+
+def _tokens(_: Any) -> Iterator[Observation]:
+    for u in _read("llm_usage"):
+        yield Observation(u.prompt_tokens, {"org": u.org_id, "model": u.model, "type": "input"})
+        yield Observation(u.completion_tokens, {"org": u.org_id, "model": u.model, "type": "output"})
+
+
+def _cost(_: Any) -> Iterator[Observation]:
+    for u in _read("llm_usage"):
+        yield Observation(u.cost_usd, {"org": u.org_id, "model": u.model})
+
+
+_meter.create_observable_gauge("reflexio.jobs", [_jobs], description="Jobs queued, running and dead.")
+_meter.create_observable_gauge(
+    "reflexio.jobs.oldest_due_age",
+    [_lateness],
+    unit="s",
+    description="How long the oldest due job has waited.",
+)
+_meter.create_observable_counter(
+    "reflexio.llm.tokens", [_tokens], description="LLM tokens used (input, output)."
+)
+_meter.create_observable_counter("reflexio.llm.cost", [_cost], unit="USD", description="LLM cost.")
+
+_configured = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def span(name: str, **attributes: Any) -> Any:
+    """A span around a block, child of the current one (a no-op until tracing is configured)."""
+    clean = {k: v for k, v in attributes.items() if v is not None}
+    return _tracer.start_as_current_span(name, attributes=clean)
+
+
+def tracing() -> bool:
+    """Whether spans are recorded in this process (callers may skip building costly attributes)."""
+    return bool(_state.get("tracing"))
+
+
+def carrier() -> dict[str, str]:
+    """The current trace context as W3C headers (``traceparent``), for a job row; empty when none."""
+    out: dict[str, str] = {}
+    if tracing():
+        propagate.inject(out)
+    return out
+
+
+@contextmanager
+def continued(headers: Mapping[str, str] | None) -> Iterator[None]:
+    """Make the trace context in ``headers`` current for the block (a job continuing a publish)."""
+    if not headers:
+        yield
+        return
+    token = otel_context.attach(propagate.extract(dict(headers)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def configure(
+    *,
+    service_name: str = "reflexio",
+    otlp_endpoint: str = "",
+    span_exporters: Sequence[Any] = (),
+    metric_readers: Sequence[Any] = (),
+) -> bool:
+    """Install the OpenTelemetry SDK for this process, once; False when the SDK is missing.
+
+    Args:
+        service_name: The ``service.name`` resource attribute.
+        otlp_endpoint: OTLP/HTTP base URL (``http://collector:4318``); empty sends nothing.
+        span_exporters: More span exporters (tests pass the SDK's in-memory one).
+        metric_readers: More metric readers (tests pass the SDK's in-memory one).
+    """
+    with _configured:
+        if _state:
+            return bool(_state.get("sdk"))
+        try:
+            _install(service_name, otlp_endpoint, span_exporters, metric_readers)
+        except ImportError as exc:
+            log.info("OpenTelemetry SDK not installed (%s): metrics and traces are off", exc.name)
+            _state["sdk"] = False
+            return False
+        return True
+
+
+def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers: Sequence[Any]) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    resource = Resource.create({"service.name": service_name})
+    all_readers = [*readers, *_prometheus_reader()]
+    span_processors: list[SpanProcessor] = [SimpleSpanProcessor(e) for e in exporters]
+    if endpoint:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        base = endpoint.rstrip("/")
+        span_processors.append(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
+        all_readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics")))
+    metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=all_readers))
+    if span_processors:
+        provider = TracerProvider(resource=resource)
+        for processor in span_processors:
+            provider.add_span_processor(processor)
+        trace.set_tracer_provider(provider)
+    _state.update(sdk=True, tracing=bool(span_processors), prometheus=bool(_state.get("registry")))
+
+
+def _prometheus_reader() -> list[Any]:
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        return []
+    registry = CollectorRegistry()
+    _state["registry"] = registry
+    return [PrometheusMetricReader(registry=registry)]
+
+
+def prometheus_text() -> bytes | None:
+    """Every metric of this process in the Prometheus text format; None without the SDK."""
+    registry = _state.get("registry")
+    if registry is None:
+        return None
+    from prometheus_client import generate_latest
+
+    text: bytes = generate_latest(registry)
+    return text

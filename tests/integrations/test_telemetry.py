@@ -1,0 +1,172 @@
+"""OpenTelemetry: spans and metrics of a live server, read with the SDK's in-memory exporters.
+
+The SDK is installed once per process (``telemetry.configure``), so this module configures it
+with in-memory exporters before it starts its own server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from reflexio import telemetry
+from reflexio.api.server import in_background
+from reflexio.service import keys
+from reflexio.service.core import open_core
+from reflexio.testing import ScriptedLLM
+from tests.integrations.conftest import Live, live_settings
+
+EXTRACTED = {
+    "profiles": [
+        {"content": "The user only uses Linux.", "type": "preference", "ttl": "one_year", "evidence": [3]}
+    ],
+    "playbooks": [],
+}
+SPANS = InMemorySpanExporter()
+METRICS = InMemoryMetricReader()
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    assert telemetry.configure(span_exporters=[SPANS], metric_readers=[METRICS]), "the otel extra is missing"
+    if not telemetry.tracing():
+        pytest.skip("another test configured telemetry in this process first, without in-memory exporters")
+    home = tmp_path_factory.mktemp("traced")
+    # Worker threads, which get a job's trace context from its row only; a scripted LLM.
+    core = open_core(live_settings(home, REFLEXIO_WORKERS="1"))
+    core.llm = ScriptedLLM().on("extract", EXTRACTED)
+    telemetry.observe(job_stats=core.storage.job_stats, llm_usage=core.storage.llm_usage_by_org)
+    with in_background(core) as url:
+        yield Live(url=url, core=core, home=home)
+
+
+def spans(name: str) -> list[Any]:
+    return [s for s in SPANS.get_finished_spans() if s.name == name]
+
+
+def metric_points(name: str) -> list[Any]:
+    data = METRICS.get_metrics_data()
+    assert data is not None
+    return [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == name
+        for point in metric.data.data_points
+    ]
+
+
+def test_a_search_is_traced_with_its_arms(traced: Live) -> None:
+    with traced.client() as api:
+        api.add_agent_playbooks([{"agent_version": "otel", "content": "Quote the invoice number in replies"}])
+        SPANS.clear()
+        api.search(query="which invoice number is it", agent_version="otel")
+    (search,) = spans("reflexio.search")
+    (http,) = spans("POST /api/search")  # FastAPI's own server span
+    assert search.parent.span_id == http.context.span_id
+    (candidates,) = spans("reflexio.search.candidates")
+    assert candidates.parent.span_id == search.context.span_id
+    assert candidates.attributes["reflexio.search.fts_hits"] >= 1
+    assert candidates.attributes["reflexio.search.vector_hits"] >= 1
+    assert spans("reflexio.search.embed")[0].parent.span_id == search.context.span_id
+    assert [p.count for p in metric_points("reflexio.search.duration")] and all(
+        p.attributes["org"] == "self-host-org" for p in metric_points("reflexio.search.duration")
+    )
+
+
+def test_a_publish_continues_the_callers_trace(traced: Live) -> None:
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    SPANS.clear()
+    response = httpx.post(
+        f"{traced.url}/api/publish_interaction",
+        json={
+            "user_id": "otel-user",
+            "session_id": "s",
+            "interaction_data_list": [{"content": "hello there"}],
+        },
+        headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"},
+    )
+    assert response.status_code == 200, response.text
+    (publish,) = spans("reflexio.publish")
+    assert format(publish.context.trace_id, "032x") == trace_id
+    assert publish.attributes["reflexio.turns"] == 1
+    assert metric_points("reflexio.publish.duration")
+
+
+def test_metrics_are_served_to_prometheus_behind_the_api_key(traced: Live, tmp_path: Path) -> None:
+    with traced.client() as api:  # this test's own search: it may run alone, on any xdist worker
+        api.search(query="anything at all", agent_version="otel")
+    text = httpx.get(f"{traced.url}/metrics").text
+    assert "reflexio_search_duration_milliseconds_bucket" in text or "reflexio_search_duration" in text
+    record, plain = keys.create_key(traced.core, "otel-org")
+    try:
+        assert httpx.get(f"{traced.url}/metrics").status_code == 401
+        scraped = httpx.get(f"{traced.url}/metrics", headers={"Authorization": f"Bearer {plain}"})
+        assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+        assert "reflexio_search_duration" in scraped.text
+    finally:
+        keys.revoke_key(traced.core, record.id, "otel-org")
+
+
+def test_a_publish_trace_continues_in_the_job_that_learns_from_it(traced: Live) -> None:
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    SPANS.clear()
+    response = httpx.post(
+        f"{traced.url}/api/publish_interaction",
+        params={"wait_for_response": "true"},
+        json={
+            "user_id": "otel-learner",
+            "session_id": "s1",
+            "interaction_data_list": [
+                {"role": "User", "content": "Recommend a laptop for me."},
+                {"role": "Assistant", "content": "The MacBook Air is a great choice."},
+                {"role": "User", "content": "I only ever use Linux. Please don't suggest Macs."},
+            ],
+        },
+        headers={"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"},
+        timeout=60,
+    )
+    assert response.status_code == 200, response.text
+    ours = [s for s in spans("reflexio.job extract") if format(s.context.trace_id, "032x") == trace_id]
+    assert ours, "the job did not continue the publish's trace (it is carried on the job row)"
+    job = ours[0]
+    (publish,) = [s for s in spans("reflexio.publish") if s.context.trace_id == job.context.trace_id]
+    assert job.parent.span_id == publish.context.span_id
+    in_job = [s for s in SPANS.get_finished_spans() if s.context.trace_id == job.context.trace_id]
+    (llm,) = [s for s in in_job if s.name == "reflexio.llm extraction"]
+    llm_attributes: dict[str, Any] = dict(llm.attributes or {})
+    assert llm_attributes["reflexio.prompt"] == "extract" and "gen_ai.usage.input_tokens" in llm_attributes
+    saves = [s for s in in_job if s.name == "reflexio.learnings.save"]
+    assert saves
+    save_attributes: dict[str, Any] = dict(saves[0].attributes or {})
+    assert save_attributes["reflexio.learnings.added"] >= 1
+    saved_at, answered_at = saves[0].start_time, llm.end_time
+    assert saved_at is not None and answered_at is not None
+    assert saved_at >= answered_at  # publish -> job -> LLM call -> learning saved
+
+
+def test_metrics_read_the_queue_and_the_llm_spend_from_storage(traced: Live) -> None:
+    from reflexio.records import Job, LLMUsageRecord
+
+    traced.core.storage.enqueue_jobs([Job(org_id="metrics-org", task="later", key="k", run_at=1.0)])
+    traced.core.storage.add_llm_usage(
+        [LLMUsageRecord(org_id="metrics-org", role="extraction", model="m1", prompt="p", prompt_tokens=7)]
+    )
+    time.sleep(1.1)  # past the readings' memo
+    lines = httpx.get(f"{traced.url}/metrics").text.splitlines()
+
+    def value(metric: str, *labels: str) -> float:
+        (line,) = [x for x in lines if x.startswith(metric + "{") and all(label in x for label in labels)]
+        return float(line.rsplit(" ", 1)[1])
+
+    assert value("reflexio_jobs", 'org="metrics-org"', 'status="queued"', 'task="later"') == 1.0
+    assert value("reflexio_jobs_oldest_due_age_seconds", 'org="metrics-org"', 'task="later"') > 1e9
+    assert value("reflexio_llm_tokens_total", 'org="metrics-org"', 'model="m1"', 'type="input"') == 7.0
