@@ -16,12 +16,17 @@ import pytest
 from reflexio.config import Settings
 from reflexio.errors import QuotaExceededError, ValidationError
 from reflexio.filters import LearningFilter
-from reflexio.models import SearchUserPlaybookRequest, UnifiedSearchRequest
+from reflexio.models import (
+    PlaybookAggregationOperationRequest,
+    SearchUserPlaybookRequest,
+    UnifiedSearchRequest,
+)
 from reflexio.models.plans import BUILTIN_PLANS, Plan, PlanLimits
-from reflexio.records import JobStatus, LLMUsageRecord
+from reflexio.records import Job, JobStatus, LLMUsageRecord
+from reflexio.service import aggregation, quotas, reflection, search
 from reflexio.service import publish as pub
-from reflexio.service import quotas, search
 from reflexio.service.core import Core, open_core
+from reflexio.service.warmup import Warmup
 from tests.conftest import BACKENDS, storage_url
 from tests.service.test_workers import LAPTOP, converse, drain
 
@@ -133,3 +138,44 @@ def test_learning_past_the_token_quota_pauses_and_resumes_next_month_without_los
     assert pub.learning_status(core, ORG, request_id).status == "done"
     assert core.storage.get_learnings(ORG, LearningFilter(user_id="u1"))
     assert quotas.usage(core, ORG).usage["learnings_generated"].used > 0
+
+
+def test_aggregation_waits_while_learning_is_paused_and_runs_next_month(core: Core) -> None:
+    """Aggregation calls the org's LLM too: past the token quota it waits, queued, saying why."""
+    _limits(core, input_tokens=1_000)
+    core.storage.add_llm_usage(
+        [LLMUsageRecord(org_id=ORG, role="extraction", model="m", prompt="p", prompt_tokens=1_000)]
+    )
+    core.clock = Clock(RESET - 1)
+    op = aggregation.submit(core, ORG, PlaybookAggregationOperationRequest())
+    drain(core)
+    waiting = aggregation.get_operation(core, ORG, op.operation_id)
+    assert waiting.status == "queued" and waiting.attempts == 0
+    assert waiting.error and "learning is paused" in waiting.error and "input tokens" in waiting.error
+
+    core.clock = Clock(RESET + 1)
+    time.sleep(1.2)  # the paused job looks again when the month resets
+    drain(core)
+    assert aggregation.get_operation(core, ORG, op.operation_id).status == "succeeded"
+
+
+def test_a_revision_waits_while_learning_is_paused(core: Core) -> None:
+    _limits(core, learnings_generated=1)
+    quotas.record_learnings(core, ORG, 1)
+    core.storage.enqueue_jobs([Job(org_id=ORG, task=reflection.REVISE, key="1", payload={"learning_id": 1})])
+    drain(core)
+    (job,) = core.storage.list_jobs(ORG, task=reflection.REVISE, limit=5)
+    assert job.status is JobStatus.QUEUED and job.attempts == 0
+    assert job.last_error and "generated learnings" in job.last_error
+
+
+def test_the_warm_up_search_counts_against_no_quota(core: Core) -> None:
+    _limits(core, searches=1)
+    converse(core, "u1", "s1", LAPTOP)
+    drain(core)
+    assert ORG in core.storage.list_orgs()  # so the warm-up searches it
+    warmup = Warmup()
+    warmup.run(core)
+    assert warmup.state == "passed"
+    assert quotas.usage(core, ORG).usage["searches"].used == 0
+    _search(core)  # the one search the plan allows is still the caller's

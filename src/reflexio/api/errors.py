@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from typing import Any
 
 from fastapi import FastAPI
@@ -24,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reflexio.errors import (
@@ -129,7 +131,27 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     body = error.to_body()
     if type(error) is ReflexioError:  # a status with no class of its own (405...)
         body["error"] = f"http_{exc.status_code}"
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    allowed = _allowed_methods(request) if exc.status_code == 405 else []
+    if allowed:
+        headers["Allow"] = ", ".join(allowed)
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method the OpenAPI document lists for this path (RFC 9110's ``Allow``).
+
+    Starlette's own 405 names only the methods of the first route at the path, so a path that
+    two routes share (``GET`` and ``POST /api/retrieval_experiments``) would advertise one;
+    the document is the contract, so its list is the answer. Empty for an undocumented path.
+    """
+    app = request.app
+    table: list[tuple[re.Pattern[str], list[str]]] | None = getattr(app.state, "allowed_methods", None)
+    if table is None:
+        paths = app.openapi().get("paths", {})
+        table = [(compile_path(path)[0], sorted(m.upper() for m in paths[path])) for path in paths]
+        app.state.allowed_methods = table
+    return next((methods for pattern, methods in table if pattern.match(request.url.path)), [])
 
 
 class CatchAll:

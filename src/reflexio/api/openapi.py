@@ -9,9 +9,11 @@ added here to every schema they govern:
 * an integer is a signed 64-bit number (each integer without bounds of its own gets them);
 * an object's keys are strings too (free-form objects get ``propertyNames`` without U+0000).
 
-Strings nested in free-form JSON values (``tool_data``, ``custom_features``) are refused with
-NUL as well; the document's description says so, as JSON Schema has no way to say it of
-"any value" short of a recursive schema generators handle poorly.
+Free-form JSON values (``tool_data``, ``custom_features``) are held to the same rules at any
+depth: their values refer to one recursive ``JsonValue`` schema.
+
+And a config setting this server does not support (``service.org_config.NOT_SUPPORTED``) is
+held to its default, as the server holds it.
 
 With them the document describes exactly what the server accepts, which the schemathesis run
 in the test suite checks on every operation.
@@ -20,14 +22,18 @@ in the test suite checks on every operation.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from reflexio.models.fields import INT64_MAX
+from reflexio.service.org_config import NOT_SUPPORTED, accepted_values
 
-__all__ = ["NUL_FREE_PATTERN", "install", "tightened"]
+__all__ = ["JSON_VALUE", "NUL_FREE_PATTERN", "install", "only_defaults", "tightened"]
+
+#: The component every free-form object's values refer to (``_json_value``).
+JSON_VALUE: Final = "JsonValue"
 
 #: The pattern of a string with no pattern of its own: anything but U+0000.
 NUL_FREE_PATTERN: Final = "^[^\\u0000]*$"
@@ -49,7 +55,7 @@ def install(app: FastAPI) -> None:
                 description=f"{app.description}\n\n{_RULES}",
                 routes=app.routes,
             )
-            app.openapi_schema = tightened(schema)
+            app.openapi_schema = tightened(only_defaults(schema))
         return app.openapi_schema
 
     app.openapi = document  # type: ignore[method-assign]
@@ -66,12 +72,84 @@ def tightened(document: dict[str, Any]) -> dict[str, Any]:
             schema["pattern"] = NUL_FREE_PATTERN
         elif kind == "object" and schema.get("additionalProperties", True) is not False:
             schema.setdefault("propertyNames", {"pattern": NUL_FREE_PATTERN})
+            if schema.get("additionalProperties") is True and "properties" not in schema:
+                schema["additionalProperties"] = {"$ref": f"#/components/schemas/{JSON_VALUE}"}
         elif kind == "integer":
             if not ({"minimum", "exclusiveMinimum"} & schema.keys()):
                 schema["minimum"] = -INT64_MAX - 1
             if not ({"maximum", "exclusiveMaximum"} & schema.keys()):
                 schema["maximum"] = INT64_MAX
+    document.setdefault("components", {}).setdefault("schemas", {})[JSON_VALUE] = _json_value()
     return document
+
+
+def _json_value() -> dict[str, Any]:
+    """Any JSON value under the same rules, to any depth: what a free-form object holds.
+
+    A number that is not an integer is any float; an integer (JSON Schema counts ``2.0`` as
+    one) fits in 64 bits, as ``api.inputs`` holds every integer of a body to.
+    """
+    value = {"$ref": f"#/components/schemas/{JSON_VALUE}"}
+    return {
+        "description": "Any JSON value; strings and keys without U+0000, integers within 64 bits.",
+        "anyOf": [
+            {"type": "null"},
+            {"type": "boolean"},
+            {"type": "integer", "minimum": -INT64_MAX - 1, "maximum": INT64_MAX},
+            {"type": "number", "not": {"type": "integer"}},
+            {"type": "string", "pattern": NUL_FREE_PATTERN},
+            {"type": "array", "items": value},
+            {"type": "object", "additionalProperties": value, "propertyNames": {"pattern": NUL_FREE_PATTERN}},
+        ],
+    }
+
+
+def only_defaults(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with each setting this server does not support held to its default (in place).
+
+    A config write that sets one of them to anything else is a 422 (``service.org_config``);
+    the schema says so, field by field, with the reason in its description.
+    """
+    schemas = document.get("components", {}).get("schemas", {})
+    config = schemas.get("Config-Input")
+    if config is None:
+        return document
+    for path, values in accepted_values().items():
+        *parents, name = path.split(".")
+        owner = config
+        for parent in parents:  # the model the parent field holds (or null)
+            owner = _referenced(schemas, owner["properties"][parent])
+        described = owner["properties"][name]
+        kept = {key: described[key] for key in ("title", "default") if key in described}
+        restricted = [_only(value) for value in values]
+        owner["properties"][name] = {
+            **kept,
+            **(restricted[0] if len(restricted) == 1 else {"anyOf": restricted}),
+            "description": f"Not supported here, so only its default is accepted: {NOT_SUPPORTED[path]}.",
+        }
+    return document
+
+
+def _referenced(schemas: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    for option in [schema, *schema.get("anyOf", ())]:
+        if "$ref" in option:
+            return cast(dict[str, Any], schemas[option["$ref"].rsplit("/", 1)[-1]])
+    return schema
+
+
+def _only(value: Any) -> dict[str, Any]:
+    """A schema only ``value`` (or an object equal to it once defaults are filled in) satisfies."""
+    if value is None:
+        return {"type": "null"}
+    if isinstance(value, dict):
+        return {
+            "type": "object",
+            "properties": {key: _only(item) for key, item in value.items()},
+            "additionalProperties": False,
+        }
+    if isinstance(value, list) and not value:
+        return {"type": "array", "maxItems": 0}
+    return {"enum": [value]}
 
 
 def _schemas(node: Any) -> Iterator[dict[str, Any]]:

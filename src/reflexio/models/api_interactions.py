@@ -108,7 +108,9 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
     skip_aggregation: Flag = False
     force_extraction: Flag = False
     evaluation_only: Flag = False
-    override_learning_stall: Flag = False
+    # Learning never stalls on this server (failed jobs are retried, then dead-lettered), so the
+    # flag can only be false; ``service.publish`` refuses ``true`` with a 422 saying why.
+    override_learning_stall: Flag = Field(default=False, json_schema_extra={"const": False})
     retrieval_experiment_id: Id | None = None
     retrieval_experiment_arm: Literal["treatment", "holdout"] | None = None
 

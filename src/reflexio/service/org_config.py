@@ -32,6 +32,7 @@ from reflexio.service.vault import seal_stored_configs
 
 __all__ = [
     "NOT_SUPPORTED",
+    "accepted_values",
     "describe_validation_errors",
     "get_config",
     "seal_secrets",
@@ -205,6 +206,29 @@ def _refuse_unsupported(config: Config) -> None:
             f"not supported by this server: {reasons}. Leave these out or at their defaults.",
             details={"fields": refused},
         )
+
+
+def accepted_values() -> dict[str, list[Any]]:
+    """For each setting of `NOT_SUPPORTED`, every JSON value a write may give it.
+
+    Its default, the values equivalent to it, and ``null`` where a null stands for the default:
+    what `_refuse_unsupported` lets through, so the OpenAPI document can say exactly that.
+    """
+    default = Config().model_dump(mode="json")
+    accepted = {}
+    for path in NOT_SUPPORTED:
+        values = [_at(default, path), *_ALSO_DEFAULT.get(path, ())]
+        if None not in values and "." not in path and _null_means_default(path):
+            values.append(None)
+        accepted[path] = values
+    return accepted
+
+
+def _null_means_default(key: str) -> bool:
+    try:
+        return bool(getattr(Config.model_validate({key: None}), key) == getattr(Config(), key))
+    except pydantic.ValidationError:
+        return False
 
 
 def _at(document: Mapping[str, Any], path: str) -> Any:

@@ -6,8 +6,8 @@ An org's plan is the one the operator assigned (``reflexio plan set``) or the se
 from the LLM accounting that every call already writes. A search beyond its quota is refused
 with :class:`QuotaExceededError` (429, ``Retry-After`` until the month resets, the message
 naming the quota); the count and the check are one statement, so concurrent searches never
-pass the limit. Learning is not refused but paused (:func:`learning_pause`): the job waits
-for the next month instead of being dropped.
+pass the limit. Learning is not refused but paused (:func:`learning_pause`): every job that
+would call the LLM waits for the next month instead of being dropped (:func:`wait_while_paused`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,20 @@ from datetime import datetime
 from typing import Final
 
 from reflexio.errors import QuotaExceededError, ValidationError
+from reflexio.jobs import JobDeferred
 from reflexio.models.plans import BUILTIN_PLANS, METERS, Meter, Plan, QuotaUsage, UsageResponse, month_window
 from reflexio.service.core import Core
 
-__all__ = ["charge", "learning_pause", "plan_of", "record_learnings", "set_plan", "usage"]
+__all__ = [
+    "PAUSE_RECHECK_SECONDS",
+    "charge",
+    "learning_pause",
+    "plan_of",
+    "record_learnings",
+    "set_plan",
+    "usage",
+    "wait_while_paused",
+]
 
 #: What each meter is called in messages.
 _LABELS: Final[dict[Meter, str]] = {
@@ -91,6 +101,27 @@ def learning_pause(core: Core, org_id: str) -> QuotaExceededError | None:
         if limit is not None and used[meter] >= limit:
             return _exceeded(core, org_id, meter, limit, _period(core)[2])
     return None
+
+
+#: While an org's learning is paused by its quota, how often its jobs look again (at the
+#: latest: a paused job also wakes when its month resets).
+PAUSE_RECHECK_SECONDS = 300.0
+
+
+def wait_while_paused(core: Core, org_id: str) -> None:
+    """Requeue the job, nothing done and no attempt spent, while the org's quota pauses learning.
+
+    Every task that calls the org's LLM (extraction, session evaluation, reruns, aggregation,
+    revisions) starts with this, so none spends tokens past the quota; the job keeps its place
+    and its error says why it waits, and it runs once the quota allows.
+
+    Raises:
+        JobDeferred: Learning is paused (until the month resets, rechecked meanwhile).
+    """
+    paused = learning_pause(core, org_id)
+    if paused is not None:
+        wait = min(PAUSE_RECHECK_SECONDS, paused.retry_after or PAUSE_RECHECK_SECONDS)
+        raise JobDeferred(f"learning is paused: {paused.message}", seconds=wait)
 
 
 def usage(core: Core, org_id: str) -> UsageResponse:

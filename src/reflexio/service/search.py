@@ -49,6 +49,7 @@ __all__ = [
     "search_agent_playbooks",
     "search_profiles",
     "search_user_playbooks",
+    "warm_up",
 ]
 
 log = logging.getLogger(__name__)
@@ -331,6 +332,15 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
         out = _unified(core, org_id, req)
     telemetry.SEARCH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
     return out
+
+
+def warm_up(core: Core, org_id: str) -> None:
+    """Run one search of the org the way a caller's would (query embedding, index, ranking).
+
+    For a server's warm-up: not a caller's search, so it counts against no quota and feeds no
+    latency metric, and without a session it records no exposure.
+    """
+    _unified(core, org_id, UnifiedSearchRequest(query="warm up the index"))
 
 
 def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:

@@ -14,7 +14,6 @@ import threading
 import time
 from typing import Literal
 
-from reflexio.models import UnifiedSearchRequest
 from reflexio.service import search
 from reflexio.service.core import Core
 
@@ -51,7 +50,7 @@ class Warmup:
         try:
             orgs = sorted({core.settings.default_org_id, *core.storage.list_orgs()})
             for org_id in orgs:
-                search.search(core, org_id, UnifiedSearchRequest(query="warm up the index"))
+                search.warm_up(core, org_id)
         except Exception as exc:  # reported by readiness; serving goes on
             log.exception("warm-up failed")
             self.state, self.reason = "failed", f"{type(exc).__name__}: {exc}"

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from reflexio.jobs import Handler, JobContext, JobDeferred, WorkerPool
+from reflexio.jobs import Handler, JobContext, WorkerPool
 from reflexio.learn.aggregation_trigger import AGGREGATE
 from reflexio.learn.changes import Changes
 from reflexio.learn.pipeline import learn_window
@@ -33,27 +33,10 @@ __all__ = ["announce_ready", "handlers", "start_pool"]
 log = logging.getLogger(__name__)
 
 
-#: While an org's learning is paused by its quota, how often its jobs look again (at the
-#: latest: a paused job also wakes when its month resets).
-PAUSE_RECHECK_SECONDS = 300.0
-
-
-def _wait_while_paused(core: Core, org_id: str) -> None:
-    """Requeue the job, nothing done and no attempt spent, while the org's quota pauses learning.
-
-    Raises:
-        JobDeferred: Learning is paused (until the month resets, rechecked meanwhile).
-    """
-    paused = quotas.learning_pause(core, org_id)
-    if paused is not None:
-        wait = min(PAUSE_RECHECK_SECONDS, paused.retry_after or PAUSE_RECHECK_SECONDS)
-        raise JobDeferred(f"learning is paused: {paused.message}", seconds=wait)
-
-
 def _extract(core: Core) -> Handler:
     def handle(ctx: JobContext) -> None:
         org_id = ctx.job.org_id
-        _wait_while_paused(core, org_id)
+        quotas.wait_while_paused(core, org_id)
         config = core.org_config(org_id)
         learner = learner_for(core, config, org_id, ctx.job.id)
 
@@ -82,7 +65,7 @@ def _evaluate_session(core: Core) -> Handler:
     def handle(ctx: JobContext) -> None:
         payload = ctx.job.payload
         org_id, user_id, session_id = ctx.job.org_id, str(payload["user_id"]), str(payload["session_id"])
-        _wait_while_paused(core, org_id)
+        quotas.wait_while_paused(core, org_id)
         config = core.org_config(org_id)
         judged = judgement.judge(core, org_id, user_id, session_id, job_id=ctx.job.id)
         with ctx.effects() as tx:
