@@ -159,3 +159,21 @@ def test_service_resumes_without_a_restart_and_nothing_stored_is_lost(relay: Rel
             assert time.monotonic() < deadline, "storage did not recover within 15 s of the restart"
             time.sleep(0.2)
     store.ping()
+
+
+def test_once_one_call_found_the_database_down_the_others_fail_at_once(relay: Relay, store: Storage) -> None:
+    """A request makes several storage calls: waiting the pool's 2 s for each made it time out."""
+    store.put_org_config("org-a", {"window_size": 12})
+    relay.sever()
+    first, _ = _timed_failure(lambda: store.get_org_config("org-a"))
+    assert first < FAST_SECONDS
+    refused: list[float] = []
+    prober = threading.Thread(target=lambda: _timed_failure(store.ping))
+    prober.start()
+    time.sleep(0.2)  # one call probes (it waits for a connection); every other fails at once
+    for _ in range(5):
+        elapsed, error = _timed_failure(lambda: store.get_org_config("org-a"))
+        assert error.status_code == 503 and error.retry_after is not None
+        refused.append(elapsed)
+    prober.join()
+    assert max(refused) < 0.5, refused

@@ -14,10 +14,12 @@ Why it is built this way:
   a new connection at most :data:`CONNECT_TIMEOUT_SECONDS` to open, then fails with a
   ``StorageError`` carrying ``retry_after`` (a 503 with ``Retry-After``): while PostgreSQL is
   down, callers get an answer in about two seconds instead of hanging for the pool's default
-  30. The pool keeps reconnecting in the background and checks each connection before lending
-  it, so service resumes on its own when the database is back; a reconnect attempt gives up
-  after :data:`RECONNECT_SECONDS` (the next call starts a fresh one), so its backoff never
-  grows to leave a recovered database unused for long.
+  30; once one call has found it down, the others fail at once while one at a time probes
+  (``storage.breaker``), so a request that makes several calls does not wait for each. The
+  pool keeps reconnecting in the background and checks each connection before lending it, so
+  service resumes on its own when the database is back; a reconnect attempt gives up after
+  :data:`RECONNECT_SECONDS` (the next call starts a fresh one), so its backoff never grows to
+  leave a recovered database unused for long.
 * **Vector indexes only where they pay**: opening builds a kind's HNSW graph once it holds
   ``hnsw_min_rows`` vectors of the embedder's dimension (``storage.postgres_schema``); keeping
   a graph current makes every insert costlier, which buys nothing while exact scans are fast.
@@ -36,11 +38,12 @@ import psycopg
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflexio.errors import ConflictError, StorageError
 from reflexio.filters import Candidate, CandidateQuery
 from reflexio.records import Vector
+from reflexio.storage.breaker import Breaker
 from reflexio.storage.connector import Params, Row
 from reflexio.storage.postgres_schema import migrate
 from reflexio.storage.postgres_search import PostgresSearch, tsquery
@@ -134,6 +137,18 @@ class _Held:
         _driver_errors.__exit__(kind, exc, tb)
 
 
+class _Lent:
+    """How many pooled connections are borrowed now: a full pool's timeout is load, not an outage."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.count += n
+
+
 class PostgresConnector:
     """The ``Connector`` over a PostgreSQL database with pgvector.
 
@@ -154,6 +169,8 @@ class PostgresConnector:
         self.url = url
         self._local = threading.local()
         self._tx: _Tx | None = None
+        self._breaker = Breaker(retry_after=OUTAGE_RETRY_AFTER_SECONDS)
+        self._lent = _Lent()  # shared with the transaction views (``_bound``)
         with _driver_errors:
             schema = migrate(url, dim, hnsw_min_rows)
             self._vector_type, self._iterative_scan = schema.vector_type, schema.iterative_scan
@@ -192,8 +209,41 @@ class PostgresConnector:
 
     @contextmanager
     def _borrow(self) -> Iterator[Conn]:
-        with _driver_errors, self._pool.connection(timeout=POOL_WAIT_SECONDS) as conn:
+        with _driver_errors, self._pooled() as conn:
             yield conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator[Conn]:
+        """A connection from the pool, through the outage breaker (``storage.breaker``).
+
+        No connection within the wait while the pool had room to open one means the database
+        is down (a saturated pool is load, not an outage); so does a connection that broke
+        under a statement. Either opens the breaker; the next connection lent closes it.
+        """
+        probe = self._breaker.admit()
+        try:
+            conn = self._pool.getconn(timeout=POOL_WAIT_SECONDS)
+        except PoolTimeout as exc:
+            if self._lent.count < self._pool.max_size:
+                self._breaker.tripped(str(exc), probe)
+            else:
+                self._breaker.released(probe)
+            raise
+        except BaseException:
+            self._breaker.released(probe)
+            raise
+        self._breaker.connected(probe)
+        self._lent.add(1)
+        try:
+            with conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:
+                self._breaker.tripped(str(exc), probe=False)
+            raise
+        finally:
+            self._lent.add(-1)
+            self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self, *, savepoint: bool = True) -> Iterator[PostgresConnector]:
@@ -208,7 +258,7 @@ class PostgresConnector:
                 with tx.conn.transaction():
                     yield self._bound(tx)
             else:
-                with self._pool.connection(timeout=POOL_WAIT_SECONDS) as conn, conn.transaction():
+                with self._pooled() as conn, conn.transaction():
                     tx = self._local.tx = _Tx(conn)
                     try:
                         yield self._bound(tx)
@@ -268,7 +318,7 @@ class PostgresConnector:
             if tx is not None:
                 tx.conn.execute(_Q["ping"])
                 return
-            with self._pool.connection(timeout=POOL_WAIT_SECONDS) as conn:
+            with self._pooled() as conn:
                 conn.execute(_Q["ping"])
         except psycopg.Error as exc:
             raise StorageError(
