@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,8 +120,13 @@ def _first(events: Sequence[Event], after: float, match: Any) -> float | None:
     return round(min(found) - after, 2) if found else None
 
 
-def summarise(timeline: Timeline, down: float, up: float) -> dict[str, Any]:
-    """The outage's numbers from the timeline (times in seconds after the stop / the start)."""
+def summarise(timeline: Timeline, down: float, stopped: float, up: float) -> dict[str, Any]:
+    """The outage's numbers from the timeline (times in seconds after the stop / the start).
+
+    ``down`` is when the stop was asked for, ``stopped`` when ``pg_ctl stop`` returned (the
+    database is certainly down): readiness is timed from the latter, as a fast shutdown of a
+    loaded database can itself take seconds, during which it may still answer.
+    """
     requests = [e for e in timeline.events if e.what in ("publish", "search")]
     during = [e for e in requests if down + 0.5 <= e.at < up]  # answers about the outage itself
     failures = [e for e in during if e.status != 200]
@@ -131,8 +137,10 @@ def summarise(timeline: Timeline, down: float, up: float) -> dict[str, Any]:
         "failed_during_outage": len(failures),
         "slowest_answer_during_outage_s": round(max((e.took for e in during), default=0.0), 2),
         "failures_without_503_retry_after": sum(1 for e in failures if e.status != 503 or not e.retry_after),
+        "failure_statuses": dict(Counter(str(e.status) for e in failures)),
+        "stop_took_s": round(stopped - down, 2),
         "timeouts_or_dropped": sum(1 for e in requests if e.status is None),
-        "readiness_not_ready_after_s": _first(probes, down, lambda e: e.status == 503),
+        "readiness_not_ready_after_s": _first(probes, stopped, lambda e: e.status == 503),
         "readiness_slowest_s": round(max((e.took for e in probes), default=0.0), 2),
         "liveness_failures": sum(1 for e in lives if e.status != 200),
         "first_success_after_restart_s": _first(requests, up, lambda e: e.status == 200),
@@ -169,13 +177,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(args.before)
                 down = time.monotonic()
                 _pg("stop", data)
-                time.sleep(args.outage)
+                stopped = time.monotonic()
+                time.sleep(max(0.0, args.outage - (stopped - down)))
                 up = time.monotonic()
                 _pg("start", data)
                 for thread in threads:
                     thread.join()
                 settled = _learning_settled(base, time.monotonic() + args.settle_seconds)
-            result = summarise(timeline, down, up)
+            result = summarise(timeline, down, stopped, up)
             result["learning_settled"] = settled
             result["audit"] = audit(Settings.from_env(env), timeline.acknowledged)
         finally:

@@ -15,6 +15,10 @@ that keeps it schema-valid; negative cases are sent as generated. Each rule is t
   (``****``) must match a stored one (``models.secrets``), and a retrieval experiment record
   ends after it starts (its changes are a 409 anyway: the experiment has routes of its own).
 
+And one that is not a rule but a shape: ``GET /api/events`` streams until the client leaves
+(``follow=true``, its default), which a request/response fuzzer would wait on forever, so every
+case of it reads the backlog only (``follow=false``); the live stream has tests of its own.
+
 Loaded by the schemathesis CLI through ``SCHEMATHESIS_HOOKS=tests.api.fuzz_hooks``.
 """
 
@@ -27,10 +31,17 @@ import schemathesis
 
 from reflexio.models import MASK
 
+#: What a query parameter's ``true`` may be spelled as (pydantic's boolean parsing).
+_TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
+
 
 @schemathesis.hook
 def before_call(ctx: Any, case: Any, kwargs: dict[str, Any]) -> None:
     """Bring a positive case's body in line with the rules between its fields."""
+    if case.path.endswith("/events"):
+        query = case.query if isinstance(case.query, dict) else {}
+        if str(query.get("follow", True)).lower() in _TRUE:
+            case.query = {**query, "follow": "false"}
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive or not isinstance(case.body, dict):
         return

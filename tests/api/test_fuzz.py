@@ -3,6 +3,8 @@
 Defect 8 of issue 16: the OpenAPI document must describe the server exactly. The run is the
 one ``python -m bench.fuzz`` makes (seed and budget in ``tests/api/schemathesis.toml``), over
 a real socket against a real server on SQLite; it takes a few minutes, so it is ``slow``.
+Its wall-clock bound is generous: on a busy 2-core machine the same cases take several times
+longer than on an idle one, and a slow run is not a failed one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from bench.ingest import server_process
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(1_200)
 def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
     env = {
         "HOME": str(tmp_path),
