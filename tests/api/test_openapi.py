@@ -92,3 +92,19 @@ def test_free_form_values_are_held_to_64_bits_at_any_depth(
         failed(response, 404)
     else:
         failed(response, 422)
+
+
+@pytest.mark.parametrize(
+    ("query", "headers"),
+    [
+        ({"types": "v1", "follow": "false"}, {}),
+        ({"after": str(INT64_MAX + 1), "follow": "false"}, {}),
+        ({"follow": "false"}, {"Last-Event-ID": "Deleted 2117 playbook(s)"}),
+    ],
+)
+def test_the_event_stream_refuses_what_its_schema_refuses_before_it_starts(
+    client: TestClient, query: dict[str, str], headers: dict[str, str]
+) -> None:
+    """An unknown type, an id past 64 bits, a resume id that is not a number: 422s, not a
+    stream broken after its first chunk."""
+    failed(client.get("/api/events", params=query, headers=headers), 422)
