@@ -67,7 +67,12 @@ async def stream(
     core: CoreDep,
     caller: CallerDep,
     types: Annotated[
-        str | None, Query(description="Comma-separated event types (default: all).", pattern=_TYPES_PATTERN)
+        str | None,
+        # The schema states the rule; `events.check_types` enforces it, naming the unknown type.
+        Query(
+            description="Comma-separated event types (default: all).",
+            json_schema_extra={"pattern": _TYPES_PATTERN},
+        ),
     ] = None,
     kinds: Annotated[str | None, Query(description="Comma-separated learning kinds or job tasks.")] = None,
     user_id: Annotated[str | None, Query(description="Only events about this user.")] = None,
