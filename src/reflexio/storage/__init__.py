@@ -49,8 +49,9 @@ from reflexio.storage.protocol import JobQueue, Storage
 __all__ = ["JobQueue", "Storage", "open_storage"]
 
 
-def open_storage(url: str, embedder: Embedder) -> Storage:
-    """Open (and migrate) the storage a URL names.
+def open_storage(url: str, embedder: Embedder, *, search_index_mb: int = 1024) -> Storage:
+    """Open (and migrate) the storage a URL names; on PostgreSQL, with ``search_index_mb`` of
+    memory for the in-process search indexes (``Settings.search_index_mb``).
 
     Raises:
         ValidationError: The URL's scheme is not one we know.
@@ -69,7 +70,11 @@ def open_storage(url: str, embedder: Embedder) -> Storage:
     if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
         from reflexio.storage.postgres import PostgresConnector
 
-        db = PostgresConnector(url.replace("postgresql+psycopg://", "postgresql://"), dim=embedder.dim)
+        db = PostgresConnector(
+            url.replace("postgresql+psycopg://", "postgresql://"),
+            dim=embedder.dim,
+            search_index_bytes=max(0, search_index_mb) << 20,
+        )
         return SqlStorage(db, embedder)
     raise ValidationError(
         f"unsupported storage URL {url!r}: use sqlite:///path, postgresql://... or memory://"

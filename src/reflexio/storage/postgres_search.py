@@ -140,7 +140,7 @@ class PostgresSearch:
         sql = _Q.render("scope_estimate", {"where": search.where_sql, "dim": str(dim)})
         plan = one_row(conn, sql, search.params, prepare=False)["QUERY PLAN"]
         scope = float(plan[0]["Plan"]["Plan Rows"])
-        graph = float(one_row(conn, _Q["index_rows"], {"name": hnsw_index(dim, search.kind)})["n"])
+        graph = float(one_row(conn, _Q["hnsw_rows"], {"name": hnsw_index(dim, search.kind)})["n"])
         return scope >= max(_HNSW_MIN_SCOPE, _HNSW_MIN_SHARE * graph)
 
 
