@@ -41,9 +41,10 @@ __all__ = ["BYTES_PER_ROW", "IndexBudget", "PostgresIndexes"]
 
 log = logging.getLogger(__name__)
 
-#: What one learning costs an index besides its vector: metadata arrays, postings of its
-#: words, its text for the row cache's neighbours (measured with ``tests/storage``'s budget
-#: test and bench/search's peak RSS: about 1 KB at the corpus' ~25 words per learning).
+#: What one learning costs an index besides its vector (metadata arrays, postings of its
+#: words, a share of the decoded-row cache), rounded up: bench/search's peak RSS with the
+#: index, less without it, was 565 MB for 300k learnings with 256-d vectors, ~0.9 KB a row
+#: besides its 1 KB vector (``bench/results/search-postgres.json``).
 BYTES_PER_ROW: Final = 1200
 #: How often an admitted org is re-counted against the budget.
 RECOUNT_SECONDS: Final = 60.0
