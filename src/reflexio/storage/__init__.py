@@ -13,13 +13,15 @@ Layout:
 * ``sql_storage``, ``job_queue`` — its one implementation, over a ``connector.Connector``;
 * ``sqlite``, ``postgres`` — the two connectors: a few primitives (execute, one, all, many,
   insert, transaction) plus named hooks where the engines really differ; ``sqlite_search``
-  and ``postgres_search``, ``postgres_schema``, ``postgres_types`` are their own parts;
+  and ``postgres_index``, ``postgres_search``, ``postgres_schema``, ``postgres_types`` are
+  their own parts;
 * ``queries`` — named SQL of each dialect and WHERE fragments compiled from filters;
   ``rows`` — records to and from rows; ``learning_writes`` — what a learning write means;
 * ``sql/<dialect>/`` — numbered migrations, ``queries.sql`` (the same names in both
   dialects) and ``engine.sql`` (what only that engine's code runs);
-* ``index``, ``index_rows``, ``postings`` — the in-process BM25 + vector index behind SQLite's
-  search; ``index_file`` — its snapshots on disk, so a restart loads it instead of rebuilding.
+* ``index``, ``index_rows``, ``postings`` — the in-process BM25 + vector index behind search
+  on both engines (on PostgreSQL within a memory budget, ``postgres_index``); ``index_file`` —
+  its snapshots on disk (SQLite), so a restart loads it instead of rebuilding.
 
 How to add a table (say, ``verdicts``):
 
