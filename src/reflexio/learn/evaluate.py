@@ -97,7 +97,7 @@ def judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | Non
     except ReflexioError as exc:  # the provider is down: the evidence rules still judge
         log.warning("LLM session evaluation failed, judging by rules: %s", exc)
         return judge_turns(turns)
-    return {**verdict.model_dump(mode="json"), "evaluation_name": "llm"}
+    return {**verdict.model_dump(mode="json", exclude={"verdicts"}), "evaluation_name": "llm"}
 
 
 def _instructs(reading: Reading) -> bool:
