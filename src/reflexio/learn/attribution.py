@@ -11,7 +11,8 @@ Without a model the verdicts come from explicit evidence only:
   the answer that followed;
 * negative when, after it was injected, the user contradicted what it says (read with the
   rule extractor's comparison of two statements), or when the session failed and the user's
-  complaint was about its topic without agreeing with it;
+  complaint (a correction, or a flat denial of what the agent said) was about its topic
+  without agreeing with it;
 * neutral when the user *restated* it in a failed session (the learning was right and the
   agent did not apply it: an application failure, not a content defect), and whenever there
   is no evidence either way;
@@ -35,11 +36,12 @@ from typing import Any, Final, Literal
 from reflexio import ranking
 from reflexio.errors import ReflexioError
 from reflexio.learn import prompts
-from reflexio.learn.evaluate import ESCALATION, is_reaction
+from reflexio.learn.evaluate import ESCALATION, corrects, is_reaction
 from reflexio.learn.llm_extract import NO_LEARNINGS, is_agent, is_user, judge_session, render_conversation
 from reflexio.learn.llm_schemas import LearningVerdictItem, LearningVerdictsOutput, SessionEvaluationOutput
 from reflexio.learn.rules.compare import Relation, gist, relate
 from reflexio.learn.rules.signals import read_message
+from reflexio.learn.rules.text import overlap
 from reflexio.llm import LLM, Role
 from reflexio.models.org_config import DEFAULT_SUCCESS_PROMPT, Config
 from reflexio.models.prompt import estimate_tokens
@@ -170,22 +172,23 @@ def _read_reactions(turns: Sequence[InteractionRecord], at: int, row: Learning) 
     topic = _topic(row)
     said = gist(row.content, row.trigger, row.pitfall)
     out = _Reading()
-    after_agent = True
+    answer: str | None = turns[at].content  # the agent turn the next user turn replies to
     for turn in turns[at + 1 :]:
         if not is_user(turn):
-            after_agent = is_agent(turn) or after_agent
+            answer = turn.content if is_agent(turn) else answer
             continue
-        shared = topic & frozenset(ranking.word_set(turn.content))
+        shared = overlap(topic, frozenset(ranking.word_set(turn.content)))
         if _topical(shared, topic):
-            reading = read_message(turn.content, reacting=after_agent)
+            reading = read_message(turn.content, reacting=answer is not None)
             relation = relate(gist(turn.content), said, restated=reading.restated, reversal=reading.reversal)
+            reacted = corrects(turn.content, answer) if answer is not None else is_reaction(reading)
             if relation is Relation.CONTRADICTS and out.contradicted_by is None:
                 out.contradicted_by = turn.id
             elif relation is Relation.SAME:
                 out.restated.append(turn.id)
-            elif is_reaction(reading) or ESCALATION.search(turn.content):
+            elif reacted or ESCALATION.search(turn.content):
                 out.complained.append(turn.id)
-        after_agent = False
+        answer = None
     return out
 
 
