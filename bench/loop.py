@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import subprocess
 import sys
@@ -658,6 +659,8 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d"),
+        # A shared machine slows the run (``seconds``), not its metrics: they are counts.
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
 
 
