@@ -19,7 +19,7 @@ from reflexio.filters import ACTIVE_STATUSES
 from reflexio.learn.review import state_of
 from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.service import browse
-from reflexio.service.overview import learning_impacts
+from reflexio.service.impact import impacts, ref_of
 from reflexio.web.diffs import changed_fields
 from reflexio.web.filters import Filters, page_number
 from reflexio.web.routing import Ask, page
@@ -97,8 +97,7 @@ def _learning(ask: Ask) -> Response:
     agent = kind is LearningKind.AGENT_PLAYBOOK
     state = state_of(row.approval, row.status) if agent else None
     related = browse.related_user_playbooks(ask.core, ask.org_id, row) if agent else None
-    impacts, judged = learning_impacts(ask.core, ask.org_id)
-    impact = next((t for t in impacts if (t.kind, t.learning_id) == (kind.value, row.wire_id)), None)
+    impact = impacts(ask.core.storage, ask.org_id, [ref_of(row)])[ref_of(row)]
     return ask.render(
         "learning.html",
         row=row,
@@ -107,7 +106,6 @@ def _learning(ask: Ask) -> Response:
         state=state,
         related=related,
         impact=impact,
-        judged=judged,
         open_evidence=True,
     )
 
