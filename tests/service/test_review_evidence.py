@@ -55,21 +55,22 @@ def _agent(core: Core, content: str, **fields: object) -> Learning:
     return saved
 
 
+def _propose(core: Core, **fields: object) -> None:
+    """Record a proposal as an aggregation run records one."""
+    core.storage.add_proposals([ProposalRecord(org_id=ORG, cluster_id=1, **fields)])  # type: ignore[arg-type]
+
+
 def test_a_proposal_leads_to_its_user_playbooks_users_and_conversations(core: Core) -> None:
     members = _user_playbooks(core)
     pending = _agent(core, "Check the payment method before any refund.", approval=Approval.PENDING)
     by_hand = _agent(core, "Sign emails as the team.", approval=Approval.PENDING)
-    core.storage.add_proposals(
-        [
-            ProposalRecord(
-                org_id=ORG,
-                agent_playbook_id=pending.id,
-                cluster_id=1,
-                member_ids=(*(m.id for m in members), 999_999),  # one member deleted since
-                user_ids=USERS,
-                follows_rejection_id=7,
-            )
-        ]
+    deleted = 999_999  # a member removed since
+    _propose(
+        core,
+        agent_playbook_id=pending.id,
+        member_ids=(*(m.id for m in members), deleted),
+        user_ids=USERS,
+        follows_rejection_id=7,
     )
     found = evidence_for(core, ORG, [pending, by_hand])
     ev = found[pending.id]
@@ -84,17 +85,7 @@ def test_a_proposal_leads_to_its_user_playbooks_users_and_conversations(core: Co
 def test_the_conversations_shown_take_every_user_before_a_second_turn_of_anyone(core: Core) -> None:
     members = _user_playbooks(core, turns=6)
     pending = _agent(core, "Check the payment method.", approval=Approval.PENDING)
-    core.storage.add_proposals(
-        [
-            ProposalRecord(
-                org_id=ORG,
-                agent_playbook_id=pending.id,
-                cluster_id=1,
-                member_ids=tuple(m.id for m in members),
-                user_ids=USERS,
-            )
-        ]
-    )
+    _propose(core, agent_playbook_id=pending.id, member_ids=tuple(m.id for m in members), user_ids=USERS)
     ev = evidence_for(core, ORG, [pending])[pending.id]
     assert ev.cited == 18 and len(ev.interactions) == INTERACTIONS_SHOWN
     first = ev.interactions[: len(USERS)]
@@ -104,18 +95,7 @@ def test_the_conversations_shown_take_every_user_before_a_second_turn_of_anyone(
 def test_a_revision_names_the_approved_text_it_replaces(core: Core) -> None:
     approved = _agent(core, "Check the payment method.", approval=Approval.APPROVED)
     revision = _agent(core, "Check the original payment method.", approval=Approval.PENDING)
-    core.storage.add_proposals(
-        [
-            ProposalRecord(
-                org_id=ORG,
-                agent_playbook_id=revision.id,
-                cluster_id=1,
-                member_ids=(),
-                user_ids=(),
-                revises_id=approved.id,
-            )
-        ]
-    )
+    _propose(core, agent_playbook_id=revision.id, member_ids=(), user_ids=(), revises_id=approved.id)
     ev = evidence_for(core, ORG, [revision])[revision.id]
     assert ev.revises is not None and ev.revises.id == approved.id
     assert ev.revised_impact is not None and ev.revised_impact.learning_id == str(approved.id)
