@@ -30,6 +30,7 @@ SCREENS = [
     ("user", "/ui/users/emma.novak", "User emma.novak"),  # a profile and two playbooks
     ("sessions", "/ui/sessions", "Sessions"),
     ("session", "/ui/sessions/ana-2", "Session ana-2"),
+    ("session-reported", "/ui/sessions/pia-late", "Session pia-late"),  # a reported failure
     ("evaluation", "/ui/evaluation", "Evaluation"),
     ("jobs", "/ui/jobs?status=done", "Jobs"),
     ("settings", "/ui/settings", "Settings"),

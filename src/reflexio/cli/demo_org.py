@@ -97,7 +97,7 @@ AGENT_PLAYBOOKS = [
 ]
 #: What three users said when the lapsed express offer was made to them (each session failed).
 LAPSED_REPLIES = [
-    ("lena.fischer", "That express upgrade doesn't exist. Please stop offering it."),
+    ("marta.lopez", "That express upgrade doesn't exist. Please stop offering it."),
     ("omar.haddad", "The store says there is no free express offer any more. Why did you promise it?"),
     ("pia.nielsen", "Stop promising free express shipping, that offer ended."),
 ]

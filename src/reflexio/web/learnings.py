@@ -93,12 +93,13 @@ def _learning(ask: Ask) -> Response:
     row = browse.find_learning(ask.core, ask.org_id, kind, ask.arg("learning_id"))
     story = browse.learning_story(ask.core, ask.org_id, row)
     history = [(event, changed_fields(event.before, event.after, _TEXT_FIELDS)) for event in story.history]
+    card = card_context(ask, row)
     return ask.render(
         "learning.html",
         story=story,
         history=history,
-        open_evidence=True,
-        **card_context(ask, row),
+        **card,
+        open_evidence=card["ev"].recorded,
     )
 
 
