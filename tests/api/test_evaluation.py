@@ -310,5 +310,6 @@ def test_the_dashboard_shows_the_impact_the_api_computes(app: Any, client: TestC
     board = ui.get("/ui/evaluation")
     assert board.status_code == 200 and f"/ui/learnings/agent_playbook/{playbook}" in board.text
     page = ui.get(f"/ui/learnings/agent_playbook/{playbook}")
-    assert page.status_code == 200 and "sessions it was served to (2 users)" in page.text
-    assert "0 / 2 / 0" in page.text  # helped / hurt / neutral
+    assert page.status_code == 200 and "sessions it was served in, to 2 user(s)" in page.text
+    helped_hurt_neutral = '<span class="ok-ink">0</span> / <span class="bad-ink">2</span> / 0'
+    assert helped_hurt_neutral in page.text
