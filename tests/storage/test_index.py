@@ -306,3 +306,18 @@ def test_a_snapshot_belongs_to_a_history_whose_changes_at_its_number_match() -> 
     assert not index_file.same_history(saw, ((3, "c", 12), (4, "b", 10)))  # 3 is another write
     assert not index_file.same_history(saw, ((3, "a", 10),))  # another set of changes
     assert not index_file.same_history(((3, "", 0),), ((3, "a", 10),))  # deleted there, not here
+
+
+def test_an_index_without_terms_survives_its_state() -> None:
+    """No rows, rows whose text has no token, and rows all removed: none has a term to list."""
+    rng = random.Random(13)
+    tokenless = LearningIndex()
+    tokenless.upsert([make_row(i, rng, tokens=()) for i in range(1, 5)])
+    emptied = LearningIndex()
+    emptied.upsert([make_row(i, rng, tokens=()) for i in range(1, 5)])
+    emptied.remove(range(1, 5))
+    for index in (LearningIndex(), tokenless, emptied):
+        copy = LearningIndex.from_state(index.state())
+        assert len(copy) == len(index) and answers(copy) == answers(index)
+        copy.upsert([make_row(9, rng, tokens=("coffee",))])  # and it goes on taking rows
+        assert 9 in {hit[0] for per_query in answers(copy) for hits in per_query for hit in hits}

@@ -418,10 +418,8 @@ class LearningIndex:
         index._total_len = float(state["total_len"][0])
         names = _from_json_bytes(state["terms"])
         pos, tf = state["term.pos"], state["term.tf"]
-        starts = np.concatenate([[0], state["term.ends"][:-1]]).astype(np.int64)
-        for term, a, b, df in zip(
-            names, starts.tolist(), state["term.ends"].tolist(), state["term.df"].tolist(), strict=True
-        ):
+        bounds = np.concatenate([[0], state["term.ends"]]).astype(np.int64).tolist()  # [0] with no terms
+        for term, a, b, df in zip(names, bounds[:-1], bounds[1:], state["term.df"].tolist(), strict=True):
             index._terms[term] = Postings(pos[a:b], tf[a:b])
             if df:
                 index._df[term] = df
