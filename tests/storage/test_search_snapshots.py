@@ -41,17 +41,18 @@ FIRST = facts("u1", "Drinks black coffee every morning", "Is terrified of flying
 SECOND = facts("u2", "Prefers replies in Portuguese", "Bought a new laptop last week")
 
 
+def query(text: str, embedder: Embedder, limit: int) -> CandidateQuery:
+    vector = embedder.embed([text], kind="query")[0]
+    return CandidateQuery(
+        filters=(LearningFilter(),), text=text, vector=vector, embed_model=embedder.name, limit=limit
+    )
+
+
 def answers(store: Storage, embedder: Embedder) -> list[list[tuple[int, str]]]:
     out = []
     for text in QUERIES:
-        query = CandidateQuery(
-            filters=(LearningFilter(),),
-            text=text,
-            vector=embedder.embed([text], kind="query")[0],
-            embed_model=embedder.name,
-            limit=10,
-        )
-        out.append(sorted((c.learning.id, c.learning.content) for c in store.search_candidates(ORG, query)))
+        found = store.search_candidates(ORG, query(text, embedder, 10))
+        out.append(sorted((c.learning.id, c.learning.content) for c in found))
     return out
 
 
@@ -60,14 +61,7 @@ def scored(store: Storage, embedder: Embedder) -> list[list[tuple[int, str, floa
     that rows tied on a score cannot make two equal indexes return different ones)."""
     out = []
     for text in QUERIES:
-        query = CandidateQuery(
-            filters=(LearningFilter(),),
-            text=text,
-            vector=embedder.embed([text], kind="query")[0],
-            embed_model=embedder.name,
-            limit=10_000,
-        )
-        found = store.search_candidates(ORG, query)
+        found = store.search_candidates(ORG, query(text, embedder, 10_000))
         out.append(
             sorted(
                 (
