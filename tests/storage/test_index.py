@@ -198,8 +198,15 @@ def test_a_floor_leaves_out_exactly_the_hits_the_caller_would_drop() -> None:
     for all_hits, kept in zip(everything, pooled, strict=True):
         scores = sorted((fused(h) for h in all_hits), reverse=True)
         fifth = scores[4] if len(scores) > 5 else 0.0
-        assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= fifth - 1e-9}
+        first = {h.id for h in all_hits if 1 in (h.fts_rank, h.vector_rank)}  # never pooled out
+        assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= fifth - 1e-9} | first
     assert any(len(hits) > 5 for hits in everything)  # the pool did cut somewhere
+    assert any(  # and an arm's first hit outside the pool was kept
+        fused(h) < sorted(map(fused, hits), reverse=True)[4] and 1 in (h.fts_rank, h.vector_rank)
+        for hits in everything
+        if len(hits) > 5
+        for h in hits
+    )
 
 
 def test_batch_fusion_agrees_with_one_at_a_time() -> None:
