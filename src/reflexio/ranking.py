@@ -82,9 +82,12 @@ COHESION_LEADERS = 5
 # let the common words of bench/needle's paraphrases back in (bench/results/needle.md).
 FTS_FLOOR_RANK = 20
 
-# Each arm's first hit is served within the first LEADER_SLOTS results of a hybrid search:
-# a paraphrase that the vector arm ranks first by a small margin was otherwise buried by
-# rows matching half of the question's words (bench/needle's "noise" and "twins").
+# The vector arm's first hit is served within the first LEADER_SLOTS results of a hybrid
+# search: a paraphrase that the vector arm ranks first by a small margin was otherwise buried
+# by rows matching half of the question's words (bench/needle's "noise" and "twins"). The
+# full-text arm's first hit is not seated: its lead already weighs in the fused score as far
+# as it rises above the scope's floor, and seating it too cost LoCoMo Recall@10 with WordLlama
+# (bench/results/needle-fusion-attempts.md).
 LEADER_SLOTS = 3
 
 T = TypeVar("T")
@@ -472,7 +475,8 @@ def seat_leaders(
 ) -> list[tuple[int, float]]:
     """Serve each leader within the first ``slots`` places: ``(index, score)`` in served order.
 
-    ``scores`` come best first; ``leaders`` marks each arm's first hit. Score fusion weighs
+    ``scores`` come best first; ``leaders`` marks the rows to seat (a hybrid search marks
+    the vector arm's first hit; see ``LEADER_SLOTS``). Score fusion weighs
     how far apart two candidates are, so an arm's clear first choice can sink under rows the
     other arm likes a little (a paraphrase the vector arm ranks first, under rows that share
     two of the question's four words and are nearly as close in meaning); rank fusion would

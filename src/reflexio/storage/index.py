@@ -688,8 +688,8 @@ class LearningIndex:
             if floor.pool is not None and len(fused) > floor.pool > 0:
                 cut = max(cut, float(np.partition(fused, len(fused) - floor.pool)[len(fused) - floor.pool]))
             keep = fused >= cut - 1e-9  # rounding must not cost a borderline hit
-            leads = np.asarray([fts_rank.get(i) == 1 or vec_rank.get(i) == 1 for i in chosen.tolist()])
-            keep |= leads & (fused >= floor.score - 1e-9)  # an arm's first hit is never pooled out
+            leads = np.asarray([vec_rank.get(i) == 1 for i in chosen.tolist()], dtype=np.bool_)
+            keep |= leads & (fused >= floor.score - 1e-9)  # the vector arm's first is never pooled out
             chosen = chosen[keep]
             has_sim = None if has_sim is None else has_sim[keep]
         ids = self._c["ids"][scope.positions[chosen]].tolist()
