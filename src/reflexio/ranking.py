@@ -19,7 +19,8 @@ full-text hit and the BM25 of every vector hit), so fusion never guesses a missi
   candidates' scores are rather than only their order.
 
 After fusion, ``cohesion_boost`` lifts the siblings of the best hits: learnings extracted from
-the same request as a strong match (see its docstring for why and what it measured).
+the same request as a strong match (see its docstring for why and what it measured), and
+``seat_leaders`` keeps the vector arm's first hit among the first results of a hybrid search.
 """
 
 from __future__ import annotations
