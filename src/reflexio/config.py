@@ -88,6 +88,9 @@ class Settings:
         job_lease_seconds: How long a claimed job stays leased without a heartbeat.
         llm_timeout_seconds: Per-call timeout for LLM requests.
         log_level: Python logging level name.
+        search_index_mb: PostgreSQL only: the memory this process's in-process learning search
+            indexes may take (``reflexio.storage.postgres_index``); orgs that do not fit are
+            searched in SQL, 0 searches every org in SQL. SQLite always keeps its index.
         otel_endpoint: OTLP/HTTP endpoint traces and metrics are pushed to (empty: none);
             ``REFLEXIO_OTEL_ENDPOINT``, else the standard ``OTEL_EXPORTER_OTLP_ENDPOINT``.
         otel_service_name: The ``service.name`` telemetry carries (``OTEL_SERVICE_NAME``).
@@ -108,6 +111,7 @@ class Settings:
     job_lease_seconds: float = 60.0
     llm_timeout_seconds: float = 60.0
     log_level: str = "INFO"
+    search_index_mb: int = 1024
     otel_endpoint: str = ""
     otel_service_name: str = "reflexio"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -132,6 +136,7 @@ class Settings:
             job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
+            search_index_mb=_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
             otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
             otel_service_name=(
                 env.get("REFLEXIO_OTEL_SERVICE_NAME") or env.get("OTEL_SERVICE_NAME") or "reflexio"

@@ -18,15 +18,17 @@ from reflexio.records import Approval, Audit, Learning, LearningKind, LearningSt
 from reflexio.service import search
 from reflexio.service.core import Core, open_core
 from reflexio.testing import ScriptedLLM
-from tests.conftest import BACKENDS, storage_url
+from tests.conftest import SEARCH_BACKENDS, search_index_mb, storage_url
 
 P, U, A = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK, LearningKind.AGENT_PLAYBOOK
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=SEARCH_BACKENDS)  # PostgreSQL also with every search in SQL
 def core(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     url = storage_url(request.param, tmp_path)
-    c = open_core(Settings.from_env({"REFLEXIO_STORAGE_URL": url, "HOME": str(tmp_path)}))
+    budget = str(search_index_mb(request.param))
+    env = {"REFLEXIO_STORAGE_URL": url, "HOME": str(tmp_path), "REFLEXIO_SEARCH_INDEX_MB": budget}
+    c = open_core(Settings.from_env(env))
     c.storage.save_learnings(
         [
             Learning(

@@ -107,5 +107,5 @@ class Core:
 def open_core(settings: Settings) -> Core:
     """Open the embedder and storage that ``settings`` name (migrating storage)."""
     embedder = open_embedder(settings.embedder)
-    storage = open_storage(settings.storage_url, embedder)
+    storage = open_storage(settings.storage_url, embedder, search_index_mb=settings.search_index_mb)
     return Core(settings=settings, storage=storage, embedder=embedder)
