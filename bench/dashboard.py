@@ -1,7 +1,10 @@
 """Dashboard page latency on a large org: every screen, timed over a real socket.
 
 Run: python -m bench.dashboard --out bench/results/dashboard.json
-     [--learnings 100000] [--interactions 1000000] [--rounds 30]
+     [--learnings 100000] [--interactions 1000000] [--rounds 30] [--storage-url URL]
+
+Without ``--storage-url`` the org lives in a SQLite file; with a ``postgresql://`` URL (an
+empty database of its own: the seeded rows stay there and are reused) it lives in PostgreSQL.
 
 The org holds ``--learnings`` learnings (a third of each kind, from ``bench.corpus``: 1,000
 users, 10 agent versions, about a tenth archived or superseded, agent playbooks approved,
@@ -67,11 +70,12 @@ AGENT_SAYS = [
 ]
 
 
-def _core(learnings: int, interactions: int) -> Core:
+def _core(learnings: int, interactions: int, storage_url: str | None) -> Core:
     CACHE.mkdir(parents=True, exist_ok=True)
     db = CACHE / f"sqlite-{learnings}-{interactions}-v{corpus.VERSION}.db"
     home = CACHE / "home"
-    return open_core(Settings(home=home, storage_url=f"sqlite:///{db}", workers=0, embedder="wordllama"))
+    url = storage_url or f"sqlite:///{db}"
+    return open_core(Settings(home=home, storage_url=url, workers=0, embedder="wordllama"))
 
 
 def seed(core: Core, learnings: int, interactions: int) -> dict[str, float]:
@@ -195,12 +199,13 @@ def pages(core: Core) -> dict[str, str]:
         "review queue": "/ui/review",
         "review queue, approved tab": "/ui/review?status=approved",
         "review queue, search": "/ui/review?q=refund+payment",
+        "review queue, suspended tab": "/ui/review?status=suspended",
+        "review queue, retired tab": "/ui/review?status=retired",
         "learnings": "/ui/learnings",
         "learnings, search": "/ui/learnings?q=prefers+python+for+data+analysis",
         "learnings, profiles of a user": f"/ui/learnings?kind=profile&user_id={user_id}",
         "learnings, page 40": "/ui/learnings?page=40",
         "learning page": f"/ui/learnings/agent_playbook/{agent.wire_id}",
-        "review evidence": f"/ui/review/{agent.wire_id}/evidence",
         "users": "/ui/users",
         "user page": f"/ui/users/{user_id}",
         "user delete confirmation": f"/ui/users/{user_id}/delete",
@@ -248,8 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--learnings", type=int, default=100_000)
     parser.add_argument("--interactions", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--storage-url", help="a PostgreSQL database of its own (default: SQLite)")
     args = parser.parse_args(argv)
-    core = _core(args.learnings, args.interactions)
+    core = _core(args.learnings, args.interactions, args.storage_url)
     took = seed(core, args.learnings, args.interactions)
     print("seeded", took or "(reused)")
     paths = pages(core)
@@ -258,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     worst = max(t["p95_ms"] for t in timings.values())
     results = {
         "machine": machine(),
-        "backend": "sqlite",
+        "backend": "postgres" if (args.storage_url or "").startswith("postgres") else "sqlite",
         "learnings": args.learnings // 3 * 3,
         "interactions": args.interactions // TURNS * TURNS,
         "rounds": args.rounds,

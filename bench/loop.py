@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import subprocess
 import sys
@@ -429,9 +430,29 @@ class SdkReflexio:
                 {
                     **action.model_dump(mode="json", exclude_none=True),
                     "impact": impact[0].model_dump(mode="json", exclude_none=True) if impact else None,
+                    "verdicts": self._verdicts_on(action.kind, action.learning_id),
                 }
             )
         return out
+
+    def _verdicts_on(self, kind: str, learning_id: str) -> list[dict[str, Any]]:
+        """The judge's verdicts on one learning in the sessions it was injected into, oldest first."""
+        import httpx
+
+        response = httpx.post(
+            f"{self._url}/api/get_retrieved_learning_evaluation_results",
+            json={"limit": 1000},
+            headers=self._headers,
+            timeout=30,
+        )
+        response.raise_for_status()
+        keep = ("session_id", "user_id", "is_relevant", "impact", "impact_reason", "diagnosis")
+        found = [
+            {k: v.get(k) for k in keep}
+            for v in response.json().get("results", [])
+            if (v.get("kind"), v.get("learning_id")) == (kind, learning_id)
+        ]
+        return list(reversed(found))
 
     def llm_usage(self) -> dict[str, int]:
         return dict(self._usage()) if self._usage else {}
@@ -658,6 +679,8 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d"),
+        # A shared machine slows the run (``seconds``), not its metrics: they are counts.
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
 
 

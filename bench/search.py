@@ -1,7 +1,13 @@
 """Search latency at scale: seeded synthetic learnings, timed through the service layer.
 
 Run: python -m bench.search --sizes 1000,10000,100000 --out bench/results/search.json
-     [--backend sqlite,memory,postgres] [--postgres-url URL] [--append]
+     [--backend sqlite,memory,postgres,postgres-sql] [--postgres-url URL] [--append]
+
+``postgres`` searches from each process's in-process index (``storage.postgres_index``);
+``postgres-sql`` is the same corpus searched in SQL (``REFLEXIO_SEARCH_INDEX_MB=0``: ts_rank
+and pgvector), what every PostgreSQL search did before. Sizes run in turn and, within a size,
+the backends in turn, so a before/after pair is measured side by side; PostgreSQL runs record
+the server's ``shared_buffers`` and ``work_mem``.
 
 For each size N the corpus holds N profiles and N user playbooks spread over 1,000 users (and
 10 agent versions) and N agent playbooks spread over 10 agent versions, about a tenth of them
@@ -67,6 +73,11 @@ GOAL_ONE_SCOPE_MS = 10.0
 #: Issue 19: the first search after a restart, against a warm search's p50.
 GOAL_RESTART_RATIO = 2.0
 KINDS = ("unified", "profiles", "user_playbooks", "agent_playbooks")
+#: The PostgreSQL backends: one corpus, searched from the in-process index or in SQL.
+POSTGRES = ("postgres", "postgres-sql")
+#: Issue 18: PostgreSQL at 100k per kind, unified p95, and the one-scope corpus' unified p95.
+GOAL_PG_MS = 15.0
+GOAL_PG_ONE_SCOPE_MS = 50.0
 WARMUP = 20
 RESTART_WARM = 100
 
@@ -78,17 +89,29 @@ def storage_url(backend: str, n: int, layout: str, pg_url: str, cache: Path = CA
     """Where the corpus of size ``n`` lives (one SQLite file or PostgreSQL schema per corpus)."""
     if backend == "sqlite":
         return f"sqlite:///{cache / f'sqlite-{layout}-{n}-v{corpus.VERSION}.db'}"
-    if backend == "postgres":
+    if backend in POSTGRES:
         schema = f"bench_{layout}_{n}_v{corpus.VERSION}"
         sep = "&" if "?" in pg_url else "?"
         return f"{pg_url}{sep}options=-csearch_path%3D{schema},public"
     return "memory://"
 
 
-def open_bench_core(url: str, cache: Path = CACHE) -> Core:
-    """A core over ``url`` with the default offline embedder."""
+def open_bench_core(url: str, cache: Path = CACHE, backend: str = "") -> Core:
+    """A core over ``url`` with the default offline embedder (``postgres-sql``: no in-process
+    search index)."""
     env = {"REFLEXIO_STORAGE_URL": url, "REFLEXIO_EMBEDDER": "wordllama", "HOME": str(cache / "home")}
+    if backend == "postgres-sql":
+        env["REFLEXIO_SEARCH_INDEX_MB"] = "0"
     return open_core(Settings.from_env(env))
+
+
+def postgres_settings(url: str) -> dict[str, str]:
+    """The server settings PostgreSQL search latency depends on most."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        shown = {name: conn.execute(f"SHOW {name}").fetchone() for name in ("shared_buffers", "work_mem")}
+    return {name: str(row[0]) if row else "?" for name, row in shown.items()}
 
 
 def seed(core: Core, n: int, layout: str, cache: Path = CACHE) -> float:
@@ -244,9 +267,9 @@ def prepare(backend: str, n: int, layout: str, pg_url: str = "", cache: Path = C
     """Seed a stored corpus unless it is there already (run in a process of its own, so that
     seeding counts neither in the timed process's peak RSS nor in its cold start)."""
     url = storage_url(backend, n, layout, pg_url, cache)
-    if backend == "postgres":
+    if backend in POSTGRES:
         postgres_schema(url)
-    seeder = open_bench_core(url, cache)
+    seeder = open_bench_core(url, cache, backend)
     try:
         return seed(seeder, n, layout, cache)
     finally:
@@ -259,11 +282,11 @@ def measure(
     """Time one corpus in this process (seeded already unless in memory); the child's job."""
     url = storage_url(backend, n, layout, pg_url, cache)
     seeded_s = 0.0
-    if backend == "postgres":
+    if backend in POSTGRES:
         postgres_schema(url, drop_hnsw=True)
     rss_before_open = _rss_mb()
     started = time.perf_counter()
-    core = open_bench_core(url, cache)  # PostgreSQL builds its HNSW index here (10k+ vectors)
+    core = open_bench_core(url, cache, backend)  # PostgreSQL builds its HNSW index here (10k+ vectors)
     open_s = time.perf_counter() - started
     if backend == "memory":
         seeded_s = seed(core, n, layout, cache)
@@ -284,6 +307,7 @@ def measure(
     load_after = os.getloadavg()
     core.close()
     return {
+        **({"postgres": postgres_settings(url)} if backend in POSTGRES else {}),
         "backend": backend,
         "layout": layout,
         "n_per_kind": n,
@@ -324,7 +348,7 @@ def measure_restart(
     if rebuild and backend == "sqlite":
         shutil.rmtree(f"{url.removeprefix('sqlite:///')}.search", ignore_errors=True)
     started = time.perf_counter()
-    core = open_bench_core(url, cache)
+    core = open_bench_core(url, cache, backend)
     open_s = time.perf_counter() - started
     fresh = corpus.queries(n, layout, count=WARMUP + 2 * repeat + 1 + RESTART_WARM)[WARMUP + 2 * repeat :]
     time_embedding(core, fresh)
@@ -404,13 +428,12 @@ def commit() -> str:
 def plan(args: argparse.Namespace) -> Iterator[tuple[str, int, str, str]]:
     """(backend, n, layout, blas threads) of every child run; BLAS settings are compared on
     SQLite only (the backend the goal is about), the others run with the default."""
-    sizes = [int(s) for s in args.sizes.split(",")]
-    for backend in args.backend.split(","):
-        for blas in args.blas.split(",") if backend == "sqlite" else ["default"]:
-            for n in sizes:
-                yield backend, n, "spread", blas
-            if args.worst:
-                yield backend, args.worst, "worst", blas
+    corpora = [(int(s), "spread") for s in args.sizes.split(",")]
+    corpora += [(args.worst, "worst")] if args.worst else []
+    for n, layout in corpora:
+        for backend in args.backend.split(","):
+            for blas in args.blas.split(",") if backend == "sqlite" else ["default"]:
+                yield backend, n, layout, blas
 
 
 def table(report: dict[str, Any]) -> str:
@@ -474,7 +497,7 @@ def table(report: dict[str, Any]) -> str:
 
 def _verdict(runs: list[dict[str, Any]]) -> list[str]:
     """One line per goal whose deciding run is in the report: met or not, with the number."""
-    lines = []
+    lines = [_pg_verdict(run) for run in runs if run["backend"] in POSTGRES and run["n_per_kind"] == 100_000]
     for run in runs:
         if (run["backend"], run["n_per_kind"], run["blas_threads"]) != ("sqlite", 100_000, "default"):
             continue
@@ -508,6 +531,21 @@ def _verdict(runs: list[dict[str, Any]]) -> list[str]:
                 )
             )
     return [*lines, ""] if lines else []
+
+
+def _pg_verdict(run: dict[str, Any]) -> str:
+    """Issue 18's goal for one PostgreSQL run at 100k per kind: unified p95, met or not."""
+    unified = run["latency"]["unified"]["service_ms"]["p95"]
+    goal = GOAL_PG_MS if run["layout"] == "spread" else GOAL_PG_ONE_SCOPE_MS
+    corpus_name = (
+        "100k per kind" if run["layout"] == "spread" else "the one-scope corpus (100k rows per kind)"
+    )
+    settings = run.get("postgres", {})
+    return (
+        f"**Goal {'met' if unified <= goal else 'NOT met'}** ({run['backend']}): unified p95 over "
+        f"{corpus_name} = {unified} ms (<= {goal}); shared_buffers {settings.get('shared_buffers', '?')}, "
+        f"work_mem {settings.get('work_mem', '?')}."
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

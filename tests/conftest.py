@@ -19,6 +19,9 @@ from reflexio.storage import Storage, open_storage
 
 POSTGRES_URL = os.environ.get("REFLEXIO_TEST_POSTGRES_URL", "")
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: The search tests also run PostgreSQL with no in-process index (every search in SQL: what an
+#: org past the memory budget gets, see storage.postgres_index).
+SEARCH_BACKENDS = [*BACKENDS, pytest.param("postgres-sql", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +46,7 @@ def postgres_schema_url() -> str:
 
 
 def storage_url(backend: str, tmp_path: os.PathLike[str]) -> str:
-    """A fresh store of ``backend`` ("sqlite" in ``tmp_path``, or "postgres")."""
+    """A fresh store of ``backend`` ("sqlite" in ``tmp_path``, or "postgres"/"postgres-sql")."""
     if backend == "sqlite":
         return f"sqlite:///{os.fspath(tmp_path)}/reflexio.db"
     if not POSTGRES_URL:
@@ -51,11 +54,27 @@ def storage_url(backend: str, tmp_path: os.PathLike[str]) -> str:
     return postgres_schema_url()
 
 
+def search_index_mb(backend: str) -> int:
+    """The in-process search-index budget a backend of SEARCH_BACKENDS runs with."""
+    return 0 if backend == "postgres-sql" else 1024
+
+
 @pytest.fixture(params=BACKENDS)
 def storage(
     request: pytest.FixtureRequest, tmp_path: os.PathLike[str], embedder: Embedder
 ) -> Iterator[Storage]:
     store = open_storage(storage_url(request.param, tmp_path), embedder)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=SEARCH_BACKENDS)
+def search_storage(
+    request: pytest.FixtureRequest, tmp_path: os.PathLike[str], embedder: Embedder
+) -> Iterator[Storage]:
+    """``storage``, and PostgreSQL searching in SQL too (for the files that test search)."""
+    url = storage_url(request.param, tmp_path)
+    store = open_storage(url, embedder, search_index_mb=search_index_mb(request.param))
     yield store
     store.close()
 

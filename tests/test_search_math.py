@@ -1,11 +1,19 @@
-"""Ranking math: the fused score's full-text floor and weight, and the cohesion lift."""
+"""Ranking math: the fused score's full-text floor and weight, the cohesion lift and the arms'
+first hits' seats."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from reflexio.ranking import FTS_FLOOR_RANK, FusionWeights, cohesion_boost, fts_spread, fused_score
+from reflexio.ranking import (
+    FTS_FLOOR_RANK,
+    FusionWeights,
+    cohesion_boost,
+    fts_spread,
+    fused_score,
+    seat_leaders,
+)
 
 
 def test_a_strong_hit_lifts_its_siblings_past_an_equal_stranger() -> None:
@@ -76,3 +84,27 @@ def test_the_spread_is_the_best_share_and_the_share_at_the_floor_rank() -> None:
     assert floor == pytest.approx(sorted(s for s in shares if s > 0)[-FTS_FLOOR_RANK])
     assert fts_spread([0.4, 0.3, 0.0]) == (0.4, 0.0)  # fewer matches than the floor rank
     assert fts_spread([]) == (0.0, 0.0)
+
+
+def test_an_arms_first_hit_is_seated_within_the_first_places_and_scores_still_fall() -> None:
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5]
+    assert seat_leaders(scores, [False, False, False, False, True], slots=3) == [
+        (0, 0.9),
+        (1, 0.8),
+        (4, 0.7),  # takes the score of the best row it moves past
+        (2, 0.7),
+        (3, 0.6),
+    ]
+    both = seat_leaders(scores, [False, False, False, True, True], slots=3)
+    assert [i for i, _ in both] == [0, 3, 4, 1, 2]
+    served = [s for _, s in both]
+    assert served == sorted(served, reverse=True)
+
+
+def test_leaders_already_seated_and_lists_without_leaders_are_left_as_they_are() -> None:
+    scores = [0.9, 0.8, 0.7, 0.6]
+    unchanged = list(enumerate(scores))
+    assert seat_leaders(scores, [False] * 4) == unchanged
+    assert seat_leaders(scores, [True, False, True, False], slots=3) == unchanged
+    assert seat_leaders([0.9, 0.2], [False, True], slots=3) == [(0, 0.9), (1, 0.2)]
+    assert seat_leaders([], []) == []

@@ -125,6 +125,9 @@ class Settings:
         auth_failure_window_seconds: The window those failures are counted in.
         auth_lockout_seconds: How long a locked-out address is refused.
         log_level: Python logging level name.
+        search_index_mb: PostgreSQL only: the memory this process's in-process learning search
+            indexes may take (``reflexio.storage.postgres_index``); orgs that do not fit are
+            searched in SQL, 0 searches every org in SQL. SQLite always keeps its index.
         otel_endpoint: OTLP/HTTP endpoint traces and metrics are pushed to (empty: none);
             ``REFLEXIO_OTEL_ENDPOINT``, else the standard ``OTEL_EXPORTER_OTLP_ENDPOINT``.
         otel_service_name: The ``service.name`` telemetry carries (``OTEL_SERVICE_NAME``).
@@ -154,6 +157,7 @@ class Settings:
     auth_failure_window_seconds: float = 60.0
     auth_lockout_seconds: float = 300.0
     log_level: str = "INFO"
+    search_index_mb: int = 1024
     otel_endpoint: str = ""
     otel_service_name: str = "reflexio"
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -189,6 +193,7 @@ class Settings:
             auth_failure_window_seconds=_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
             auth_lockout_seconds=_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
+            search_index_mb=_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
             otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
             otel_service_name=(
                 env.get("REFLEXIO_OTEL_SERVICE_NAME") or env.get("OTEL_SERVICE_NAME") or "reflexio"

@@ -134,7 +134,9 @@ class CandidateQuery:
             backend that scores before it loads rows saves loading them. None keeps all.
         weights: The fusion weights ``floor`` is measured with.
         pool: With ``floor``: a backend may also leave out candidates scoring below the
-            ``pool``-th best fused score of their filter (ties are kept).
+            ``pool``-th best fused score of their filter (ties are kept), but never the
+            vector arm's first hit (``vector_rank`` 1), which the ranking may serve whatever
+            its score (``reflexio.ranking.seat_leaders``).
     """
 
     filters: tuple[LearningFilter, ...]

@@ -19,7 +19,8 @@ full-text hit and the BM25 of every vector hit), so fusion never guesses a missi
   candidates' scores are rather than only their order.
 
 After fusion, ``cohesion_boost`` lifts the siblings of the best hits: learnings extracted from
-the same request as a strong match (see its docstring for why and what it measured).
+the same request as a strong match (see its docstring for why and what it measured), and
+``seat_leaders`` keeps the vector arm's first hit among the first results of a hybrid search.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "COHESION_WEIGHT",
     "DEFAULT_VECTOR_WEIGHT",
     "FTS_FLOOR_RANK",
+    "LEADER_SLOTS",
     "FusionWeights",
     "bm25_idf",
     "cohesion_boost",
@@ -55,6 +57,7 @@ __all__ = [
     "pack_to_budget",
     "query_terms",
     "rrf_scores",
+    "seat_leaders",
     "tokenize",
 ]
 
@@ -79,6 +82,14 @@ COHESION_LEADERS = 5
 # LoCoMo session share its date): a floor at the 10th hit cost LoCoMo recall, one at the 40th
 # let the common words of bench/needle's paraphrases back in (bench/results/needle.md).
 FTS_FLOOR_RANK = 20
+
+# The vector arm's first hit is served within the first LEADER_SLOTS results of a hybrid
+# search: a paraphrase that the vector arm ranks first by a small margin was otherwise buried
+# by rows matching half of the question's words (bench/needle's "noise" and "twins"). The
+# full-text arm's first hit is not seated: its lead already weighs in the fused score as far
+# as it rises above the scope's floor, and seating it too cost LoCoMo Recall@10 with WordLlama
+# (bench/results/needle-fusion-attempts.md).
+LEADER_SLOTS = 3
 
 T = TypeVar("T")
 
@@ -458,6 +469,39 @@ def cohesion_boost(
         if groups[i]:
             lift[groups[i]] = max(lift.get(groups[i], 0.0), weight * scores[i])
     return [s + (1.0 - s) * lift.get(g, 0.0) if g else s for s, g in zip(scores, groups, strict=True)]
+
+
+def seat_leaders(
+    scores: Sequence[float], leaders: Sequence[bool], slots: int = LEADER_SLOTS
+) -> list[tuple[int, float]]:
+    """Serve each leader within the first ``slots`` places: ``(index, score)`` in served order.
+
+    ``scores`` come best first; ``leaders`` marks the rows to seat (a hybrid search marks
+    the vector arm's first hit; see ``LEADER_SLOTS``). Score fusion weighs
+    how far apart two candidates are, so an arm's clear first choice can sink under rows the
+    other arm likes a little (a paraphrase the vector arm ranks first, under rows that share
+    two of the question's four words and are nearly as close in meaning); rank fusion would
+    keep it near the top, and so does this, for the first hits only, leaving the order of
+    everything else to the scores. A leader moved up takes the score of the best row it
+    moves past, so scores still fall down the list.
+    """
+    pending = [i for i, leads in enumerate(leaders) if leads][:slots]
+    served: list[tuple[int, float]] = []
+    placed: set[int] = set()
+    nxt = 0  # the best row not yet served
+    while len(served) < len(scores):
+        while nxt in placed:
+            nxt += 1
+        if pending and slots - len(served) <= len(pending):  # the last places a leader may take
+            i = pending.pop(0)
+            served.append((i, scores[nxt] if nxt < i else scores[i]))
+        else:
+            i = nxt
+            served.append((i, scores[i]))
+            if pending and pending[0] == i:
+                pending.pop(0)
+        placed.add(i)
+    return served
 
 
 @lru_cache(maxsize=16_384)

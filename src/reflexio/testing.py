@@ -31,7 +31,14 @@ from reflexio.learn.shadow import offline_answer
 from reflexio.learn.standing import STANDING_TAG
 from reflexio.llm import LLMCall, LLMResult, Usage
 
-__all__ = ["RecordedCall", "ScriptError", "ScriptedLLM", "rules_learning_verdicts", "rules_script"]
+__all__ = [
+    "RecordedCall",
+    "ScriptError",
+    "ScriptedLLM",
+    "rules_learning_verdicts",
+    "rules_script",
+    "rules_session_judgement",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -191,7 +198,8 @@ def rules_script() -> ScriptedLLM:
     Extraction delegates to ``reflexio.learn.rules.RuleProposer`` and converts its proposals to
     the extraction schema; relations to known learnings and merge verdicts come from the rule
     judge (``RuleJudge``) when the module has one. The gate says yes when the rules find
-    anything; session evaluation counts the user's reactions to the agent; query rewriting
+    anything; session evaluation counts the user's reactions to the agent (and judges the
+    learnings its call lists as the offline judge does); query rewriting
     returns the query unchanged; aggregation answers with the deterministic aggregator's rule;
     the learning and shadow judges answer with the offline judges' verdicts; a revision is
     declined (rules cannot rewrite a rule).
@@ -227,7 +235,7 @@ def rules_script() -> ScriptedLLM:
 
     script = ScriptedLLM()
     script.on("gate", gate).on("extract", extract).on("merge", merge)
-    script.on("evaluate_session", lambda inputs: _evaluate(inputs["turns"]))
+    script.on("evaluate_session", rules_session_judgement)
     script.on("rewrite_query", lambda inputs: {"query": inputs["query"]})
     script.on("aggregate", _aggregate)
     script.on("judge_learnings", rules_learning_verdicts)
@@ -321,6 +329,15 @@ def _extract_item(proposal: Any, verdict: str, target: int | None) -> dict[str, 
         "blocking_issue": proposal.blocking_issue,
         **common,
     }
+
+
+def rules_session_judgement(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The session verdict, and the offline judge's verdicts on the learnings the call lists."""
+    verdict = _evaluate(inputs["turns"])
+    if inputs.get("injections"):
+        listed = {**inputs, "success": verdict["is_success"]}
+        verdict["verdicts"] = rules_learning_verdicts(listed)["verdicts"]
+    return verdict
 
 
 def _evaluate(turns: Sequence[Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ worker runs), so each step is visible.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from starlette.testclient import TestClient
@@ -15,10 +16,13 @@ from reflexio.jobs import JobContext
 from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
+from reflexio.service.impact import impacts
+from reflexio.service.overview import learning_impacts
 from reflexio.service.reflection import REVISE
 from reflexio.service.workers import handlers
 from reflexio.testing import rules_script
-from tests.api.support import agent_playbook, ok, publish_body, turn, user_playbook
+from reflexio.web import with_dashboard
+from tests.api.support import agent_playbook, make_client, ok, publish_body, turn, user_playbook
 
 EXPRESS = "Apologise and offer a free express shipping upgrade on their next order."
 
@@ -289,3 +293,23 @@ def test_with_a_model_a_retired_playbook_gets_a_revision_for_review(client: Test
         "self-host-org", LearningFilter(ids=(int(proposal["related_learning_id"]),))
     )
     assert (row.content, row.status, row.approval) == (revised, LearningStatus.SUSPENDED, Approval.PENDING)
+
+
+def test_the_dashboard_shows_the_impact_the_api_computes(app: Any, client: TestClient, core: Core) -> None:
+    playbook = _seed(client, core)
+    for i, reply in enumerate(REPLIES[:2]):
+        _harmful_session(client, f"d{i}", playbook, reply)
+    run_due_evaluations(core)
+    ref = ("agent_playbook", str(playbook))
+    (listed,), judged = learning_impacts(core, "self-host-org")
+    assert judged == 2 and listed == impacts(core.storage, "self-host-org", [ref])[ref]
+    assert (listed.sessions_served, listed.hurt, listed.helped) == (2, 2, 0)
+    later, _ = learning_impacts(core, "self-host-org", since=int(time.time()) + 60)
+    assert later == []  # a window after the sessions counts none of them
+    ui = make_client(with_dashboard(app, core))
+    board = ui.get("/ui/evaluation")
+    assert board.status_code == 200 and f"/ui/learnings/agent_playbook/{playbook}" in board.text
+    page = ui.get(f"/ui/learnings/agent_playbook/{playbook}")
+    assert page.status_code == 200 and "sessions it was served in, to 2 user(s)" in page.text
+    helped_hurt_neutral = '<span class="ok-ink">0</span> / <span class="bad-ink">2</span> / 0'
+    assert helped_hurt_neutral in page.text

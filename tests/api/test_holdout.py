@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from reflexio.learn.holdout import experiment_arm, withheld
 from reflexio.learn.stats import clustered_difference
 from reflexio.service.core import Core
-from tests.api.support import agent_playbook, ok, turn
+from tests.api.support import agent_playbook, failed, ok, turn
 from tests.api.test_evaluation import outcome, run_due_evaluations
 
 ORG = "self-host-org"
@@ -114,3 +114,23 @@ def test_an_experiment_splits_users_by_hash_and_reports_the_clustered_lift(
     assert results["success_rate_lift_percentage_points"] == round(100 * reference.value, 4)
     low, high = results["confidence_interval_95_percentage_points"]
     assert (low, high) == (round(100 * (reference.low or 0), 4), round(100 * (reference.high or 0), 4))
+
+
+def test_an_experiment_id_with_a_slash_reaches_its_results(client: TestClient) -> None:
+    ok(
+        client.post(
+            "/api/retrieval_experiments", json={"experiment_id": "team/exp 2", "holdout_percentage": 10}
+        )
+    )
+    for path in ("team%2Fexp%202", "team/exp 2"):  # as the SDK sends it (quote, safe=""), and raw
+        results = ok(client.get(f"/api/retrieval_experiments/{path}/results"))
+        assert results["experiment"]["experiment_id"] == "team/exp 2"
+    failed(client.get("/api/retrieval_experiments/team%2Fother/results"), 404)
+
+
+def test_an_experiment_id_of_only_dots_is_refused_naming_the_field(client: TestClient) -> None:
+    body = failed(
+        client.post("/api/retrieval_experiments", json={"experiment_id": "..", "holdout_percentage": 10}), 422
+    )
+    assert "experiment_id" in str(body)
+    assert ok(client.get("/api/retrieval_experiments")).get("experiments", []) == []

@@ -1,8 +1,11 @@
-"""A rejection made through one server process is honoured by the next search in another.
+"""A rejection, edit or delete made through one server process is honoured by the next search in
+another.
 
 Two real ``reflexio services start --foreground`` processes share one PostgreSQL schema, as two
 replicas behind a load balancer would: what one reviewer revokes through the first is no
-longer served by the second, with no restart, cache flush or wait.
+longer served by the second, with no restart, cache flush or wait. Each process answers from
+its own in-process search index (``storage.postgres_index``), which must catch up from the
+change log before every answer, on both arms: full-text and vector.
 """
 
 from __future__ import annotations
@@ -63,8 +66,8 @@ class Replica:
         data: dict[str, object] = answer.json()
         return data
 
-    def serves(self, playbook_id: int) -> bool:
-        body = {"query": "refund order number", "entity_types": ["agent_playbooks"], "threshold": 0.0}
+    def serves(self, playbook_id: int, query: str = "refund order number", mode: str = "hybrid") -> bool:
+        body = {"query": query, "entity_types": ["agent_playbooks"], "threshold": 0.0, "search_mode": mode}
         found = self.call("POST", "/api/search", body)["agent_playbooks"]
         assert isinstance(found, list)
         return playbook_id in {r["agent_playbook_id"] for r in found}
@@ -118,3 +121,26 @@ def test_a_rejection_in_one_process_is_honoured_by_a_search_in_another(
     reopen = {"agent_playbook_id": playbook_id, "playbook_status": "approved"}
     agent.call("PUT", "/api/update_agent_playbook_status", reopen)
     assert reviewer.serves(playbook_id)
+
+
+def test_an_edit_and_a_delete_in_one_process_leave_both_arms_of_another_at_once(
+    replicas: tuple[Replica, Replica],
+) -> None:
+    writer, reader = replicas
+    rules = [
+        {"agent_version": "v1", "content": f"Quote the warranty terms before a repair, case {i}"}
+        for i in range(30)
+    ]
+    ids = writer.call("POST", "/api/add_agent_playbook", {"agent_playbooks": rules})["agent_playbook_ids"]
+    assert isinstance(ids, list) and len(ids) == 30
+    target = int(ids[0])
+    for mode in ("fts", "vector"):
+        assert reader.serves(target, "warranty repair case 0", mode)  # the reader's index is built now
+    edit = {"agent_playbook_id": target, "content": "Offer a replacement battery for swollen cells"}
+    writer.call("PUT", "/api/update_agent_playbook", edit)
+    assert not reader.serves(target, "warranty repair case 0", "fts")  # the old words are gone
+    assert reader.serves(target, "swollen battery replacement", "fts")  # the new ones found
+    writer.call("DELETE", "/api/delete_agent_playbook", {"agent_playbook_id": target})
+    for mode in ("fts", "vector", "hybrid"):
+        assert not reader.serves(target, "swollen battery replacement", mode)
+    assert reader.serves(int(ids[1]), "warranty repair case 1", "fts")  # the others stay

@@ -171,3 +171,36 @@ def test_the_model_sees_the_success_definition_and_the_session_verdict() -> None
     (call,) = llm.calls
     assert call.inputs["success_definition"] == "Ticket closed."
     assert call.inputs["session_verdict"].startswith("the session failed (wrong_answer)")
+
+
+def test_a_flat_denial_in_a_failed_session_blames_the_rule_behind_the_answer() -> None:
+    waiver = Learning(
+        org_id="o",
+        kind=LearningKind.AGENT_PLAYBOOK,
+        id=8,
+        trigger="a customer is charged an overdraft fee",
+        content="Offer to waive the overdraft fee as a one-time courtesy.",
+    )
+    turns = [
+        turn(1, "User", "I got hit with an overdraft fee again."),
+        turn(
+            2,
+            "Agent",
+            "I've waived the overdraft fee as a one-time courtesy!",
+            retrieved_learnings=given(("agent_playbook", "8")),
+        ),
+        turn(3, "User", "The waiver you promised never happened. There is no courtesy waiver."),
+    ]
+    (verdict,) = judge_offline(turns, {("agent_playbook", "8"): waiver}, success=False)
+    assert verdict.impact == "negative"
+    assert verdict.diagnosis is not None and verdict.diagnosis["evidence_interaction_ids"] == [3]
+
+
+def test_no_thanks_to_the_agents_question_is_not_held_against_the_rule() -> None:
+    turns = session(
+        "No, thanks. The express upgrade is not needed.",
+        "Sorry! Shall I add a free express shipping upgrade to your next order?",
+        given(("agent_playbook", "7")),
+    )
+    (verdict,) = judge_offline(turns, FOUND, success=False)
+    assert verdict.impact == "neutral"

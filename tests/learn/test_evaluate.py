@@ -83,3 +83,47 @@ def test_a_tool_that_broke_on_the_system_side_is_a_system_error() -> None:
     broken = [{"tool_name": "orders.lookup", "tool_data": {}, "status": "error: 503 service unavailable"}]
     verdict = judge_turns([turn("User", "Where is order 12?"), turn("Agent", "Sorry", broken)])
     assert verdict["failure_type"] == "system_error" and verdict["is_success"] is False
+
+
+def test_a_flat_contradiction_of_the_agent_is_a_correction() -> None:
+    verdict = judge_turns(
+        [
+            turn("User", "Why was I charged an overdraft fee?"),
+            turn("Agent", "I've waived the overdraft fee as a one-time courtesy!"),
+            turn("User", "The waiver you promised never happened. There is no courtesy waiver."),
+        ]
+    )
+    assert verdict["is_success"] is False and verdict["number_of_correction_per_session"] == 1
+
+
+def test_a_no_that_answers_the_agents_question_is_not_a_correction() -> None:
+    verdict = judge_turns(
+        [
+            turn("User", "Where is my parcel?"),
+            turn("Agent", "It arrives on Thursday. Is there anything else I can help with?"),
+            turn("User", "No, thanks."),
+        ]
+    )
+    assert verdict["is_success"] is True and verdict["number_of_correction_per_session"] == 0
+
+
+def test_a_no_to_a_question_that_goes_on_to_correct_still_counts() -> None:
+    verdict = judge_turns(
+        [
+            turn("User", "Send it to my address."),
+            turn("Agent", "Shipping to 12 Oak Street. Shall I confirm?"),
+            turn("User", "No, that's the wrong address, I moved to 4 Elm Road."),
+        ]
+    )
+    assert verdict["number_of_correction_per_session"] == 1
+
+
+def test_a_no_to_a_statement_is_still_a_correction() -> None:
+    verdict = judge_turns(
+        [
+            turn("User", "When does my flight leave?"),
+            turn("Agent", "Your flight leaves at 9."),
+            turn("User", "No, it leaves at 10."),
+        ]
+    )
+    assert verdict["number_of_correction_per_session"] == 1

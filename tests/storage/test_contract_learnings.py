@@ -25,6 +25,12 @@ from reflexio.storage import Storage
 P, U, A = LearningKind.PROFILE, LearningKind.USER_PLAYBOOK, LearningKind.AGENT_PLAYBOOK
 
 
+@pytest.fixture
+def storage(search_storage: Storage) -> Storage:
+    """Every backend, PostgreSQL also with every search in SQL (``SEARCH_BACKENDS``)."""
+    return search_storage
+
+
 def profile(org: str, user: str, content: str, **kw: object) -> Learning:
     return Learning(org_id=org, kind=P, user_id=user, content=content, **kw)  # type: ignore[arg-type]
 

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from reflexio.embed import open_embedder
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Audit, Learning, LearningKind
 from reflexio.storage import Storage
+
+
+@pytest.fixture
+def storage(search_storage: Storage) -> Storage:
+    """Every backend, PostgreSQL also with every search in SQL (``SEARCH_BACKENDS``)."""
+    return search_storage
 
 
 def test_vectors_of_a_previous_embedder_are_refreshed_without_touching_history(storage: Storage) -> None:

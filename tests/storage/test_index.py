@@ -194,12 +194,17 @@ def test_a_floor_leaves_out_exactly_the_hits_the_caller_would_drop() -> None:
     floored = index.search(replace(base, floor=0.3), NOW)
     for all_hits, kept in zip(everything, floored, strict=True):
         assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= 0.3}
-    pooled = index.search(replace(base, floor=0.0, pool=5), NOW)
-    for all_hits, kept in zip(everything, pooled, strict=True):
-        scores = sorted((fused(h) for h in all_hits), reverse=True)
-        fifth = scores[4] if len(scores) > 5 else 0.0
-        assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= fifth - 1e-9}
+    outside = 0  # filters whose vector arm's first hit is not among the pool's best
+    for pool in (5, 1):
+        pooled = index.search(replace(base, floor=0.0, pool=pool), NOW)
+        for all_hits, kept in zip(everything, pooled, strict=True):
+            scores = sorted((fused(h) for h in all_hits), reverse=True)
+            last = scores[pool - 1] if len(scores) > pool else 0.0
+            first = {h.id for h in all_hits if h.vector_rank == 1}  # never pooled out
+            assert {h.id for h in kept} == {h.id for h in all_hits if fused(h) >= last - 1e-9} | first
+            outside += any(h.vector_rank == 1 and fused(h) < last - 1e-9 for h in all_hits)
     assert any(len(hits) > 5 for hits in everything)  # the pool did cut somewhere
+    assert outside  # and kept a vector arm's first hit it would have cut
 
 
 def test_batch_fusion_agrees_with_one_at_a_time() -> None:
@@ -306,3 +311,18 @@ def test_a_snapshot_belongs_to_a_history_whose_changes_at_its_number_match() -> 
     assert not index_file.same_history(saw, ((3, "c", 12), (4, "b", 10)))  # 3 is another write
     assert not index_file.same_history(saw, ((3, "a", 10),))  # another set of changes
     assert not index_file.same_history(((3, "", 0),), ((3, "a", 10),))  # deleted there, not here
+
+
+def test_an_index_without_terms_survives_its_state() -> None:
+    """No rows, rows whose text has no token, and rows all removed: none has a term to list."""
+    rng = random.Random(13)
+    tokenless = LearningIndex()
+    tokenless.upsert([make_row(i, rng, tokens=()) for i in range(1, 5)])
+    emptied = LearningIndex()
+    emptied.upsert([make_row(i, rng, tokens=()) for i in range(1, 5)])
+    emptied.remove(range(1, 5))
+    for index in (LearningIndex(), tokenless, emptied):
+        copy = LearningIndex.from_state(index.state())
+        assert len(copy) == len(index) and answers(copy) == answers(index)
+        copy.upsert([make_row(9, rng, tokens=("coffee",))])  # and it goes on taking rows
+        assert 9 in {hit[0] for per_query in answers(copy) for hits in per_query for hit in hits}

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -23,6 +26,7 @@ from reflexio.storage import Storage, index_file, open_storage
 ORG = "o1"
 QUERIES = ("coffee in the morning", "flying scares them", "reply in Portuguese", "new laptop")
 LOADED = "from its snapshot"
+T = TypeVar("T")
 
 
 def url(folder: Path) -> str:
@@ -37,28 +41,49 @@ FIRST = facts("u1", "Drinks black coffee every morning", "Is terrified of flying
 SECOND = facts("u2", "Prefers replies in Portuguese", "Bought a new laptop last week")
 
 
+def query(text: str, embedder: Embedder, limit: int) -> CandidateQuery:
+    vector = embedder.embed([text], kind="query")[0]
+    return CandidateQuery(
+        filters=(LearningFilter(),), text=text, vector=vector, embed_model=embedder.name, limit=limit
+    )
+
+
 def answers(store: Storage, embedder: Embedder) -> list[list[tuple[int, str]]]:
     out = []
     for text in QUERIES:
-        query = CandidateQuery(
-            filters=(LearningFilter(),),
-            text=text,
-            vector=embedder.embed([text], kind="query")[0],
-            embed_model=embedder.name,
-            limit=10,
-        )
-        out.append(sorted((c.learning.id, c.learning.content) for c in store.search_candidates(ORG, query)))
+        found = store.search_candidates(ORG, query(text, embedder, 10))
+        out.append(sorted((c.learning.id, c.learning.content) for c in found))
     return out
 
 
-def rebuilt_answers(folder: Path, embedder: Embedder) -> list[list[tuple[int, str]]]:
+def scored(store: Storage, embedder: Embedder) -> list[list[tuple[int, str, float, float]]]:
+    """Every row each query matches, with both arms' scores (a limit above the row count, so
+    that rows tied on a score cannot make two equal indexes return different ones)."""
+    out = []
+    for text in QUERIES:
+        found = store.search_candidates(ORG, query(text, embedder, 10_000))
+        out.append(
+            sorted(
+                (
+                    c.learning.id,
+                    c.learning.content,
+                    round(c.fts_score or 0.0, 6),
+                    round(c.vector_score or 0.0, 6),
+                )
+                for c in found
+            )
+        )
+    return out
+
+
+def rebuilt_answers(folder: Path, embedder: Embedder, ask: Callable[[Storage, Embedder], T] = answers) -> T:
     """What a store without the snapshots answers (they are moved aside, then back)."""
     aside = folder / "aside"
     shutil.move(folder / "reflexio.db.search", aside)
     try:
         store = open_storage(url(folder), embedder)
         try:
-            return answers(store, embedder)
+            return ask(store, embedder)
         finally:
             store.close()
     finally:
@@ -179,5 +204,69 @@ def _database_name(folder: Path, embedder: Embedder) -> str:
     store = open_storage(url(folder), embedder)
     try:
         return str(store.db.tuples("database_name", {})[0][0])  # type: ignore[attr-defined]
+    finally:
+        store.close()
+
+
+def test_an_org_without_learnings_reopens_from_its_snapshot(
+    tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    searched_and_closed(tmp_path, embedder)  # an empty index: no rows, no terms
+    assert snapshot_file(tmp_path).exists()
+    caplog.set_level(logging.INFO, logger="reflexio.storage")
+    store = open_storage(url(tmp_path), embedder)
+    try:
+        assert answers(store, embedder) == [[] for _ in QUERIES]
+        assert LOADED in caplog.text and "unreadable" not in caplog.text
+    finally:
+        store.close()
+
+
+def test_snapshots_written_while_the_index_changes_load_back_as_what_they_saw(
+    tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every catch-up queues a snapshot here, so they are frozen and written while another
+    thread goes on adding, rewriting and deleting rows; each must load, and the last one must
+    answer as a rebuild does."""
+    monkeypatch.setattr(index_file, "REFRESH_SECONDS", 0.0)
+    monkeypatch.setattr(index_file, "REFRESH_CHANGES", 1)
+    store = open_storage(url(tmp_path), embedder)
+    database = str(store.db.tuples("database_name", {})[0][0])  # type: ignore[attr-defined]
+    stop = threading.Event()
+
+    def write() -> None:
+        round_ = 0
+        while not stop.is_set() and round_ < 60:
+            store.save_learnings(
+                facts(f"u{round_ % 4}", f"Drinks coffee number {round_}", f"Flew to city {round_}"),
+                Audit(actor="test"),
+            )
+            if round_ % 3 == 2:
+                oldest = store.get_learnings(ORG, LearningFilter(user_id=f"u{round_ % 4}"))[0]
+                store.delete_learnings(ORG, LearningFilter(ids=(oldest.id,)), Audit(actor="test"))
+            round_ += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    loads = 0
+    try:
+        while writer.is_alive():
+            answers(store, embedder)  # catches up, and queues a snapshot of what it caught up to
+            if snapshot_file(tmp_path).exists():
+                assert index_file.read(snapshot_file(tmp_path), org_id=ORG, database=database) is not None
+                loads += 1
+    finally:
+        stop.set()
+        writer.join()
+        answers(store, embedder)
+        store.close()
+    assert loads > 0
+    expected = rebuilt_answers(tmp_path, embedder, scored)
+    caplog.set_level(logging.INFO, logger="reflexio.storage")
+    store = open_storage(url(tmp_path), embedder)
+    try:
+        store.warm_search()
+        assert LOADED in caplog.text and "unreadable" not in caplog.text
+        assert scored(store, embedder) == expected
     finally:
         store.close()

@@ -2,8 +2,8 @@
 
 ``python -m tests.support.judge STORAGE_URL HOME LEASE_SECONDS MARKER_DIR [slow]``: the real
 ``evaluate_session`` handler (judgement, verdicts, reflection) with the rules-backed scripted
-model. With ``slow``, every learning-judge call first writes a file in MARKER_DIR and then
-hangs, so the test can kill the process in the middle of a judgement.
+model. With ``slow``, every session-judge call (which judges the learnings too) first writes
+a file in MARKER_DIR and then hangs, so the test can kill the process in the middle of a judgement.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from reflexio.jobs import WorkerPool
 from reflexio.service.core import open_core
 from reflexio.service.publish import EVALUATE_SESSION
 from reflexio.service.workers import handlers
-from reflexio.testing import rules_learning_verdicts, rules_script
+from reflexio.testing import rules_script, rules_session_judgement
 
 __all__ = ["main"]
 
@@ -36,9 +36,9 @@ def main() -> None:
         def hang(inputs: Any) -> Any:
             (markers / f"judging-{os.getpid()}").write_text("started")
             time.sleep(60)
-            return rules_learning_verdicts(inputs)
+            return rules_session_judgement(inputs)
 
-        script.on("judge_learnings", hang)
+        script.on("evaluate_session", hang)
     core.llm = script
     work = {EVALUATE_SESSION: handlers(core)[EVALUATE_SESSION]}
     pool = WorkerPool(core.storage, work, size=1, lease_seconds=lease, poll_seconds=0.05)

@@ -1,12 +1,14 @@
 """What a reviewer does in the browser, end to end, against a real server and the real SDK.
 
 The org starts empty: three users publish the same correction through the real pipeline (the
-job workers learn their user playbooks), an agent playbook generalising it waits for review,
-and everything after that is clicks in Chromium, checked with the SDK's own search.
+job workers learn their user playbooks), aggregation generalises them into a pending agent
+playbook whose recorded evidence the queue shows, and everything after that is clicks in
+Chromium, checked with the SDK's own search. A fourth user's correction makes aggregation
+propose a revision of the approved playbook, shown as a diff; sessions it hurts make
+reflection suspend it for a reviewer (the org requires approval), who restores it.
 
-Aggregation (clusters of user playbooks becoming pending agent playbooks) is not on main yet,
-so the pending agent playbook is added through the service, as a team adding one by hand
-through the API would; the review queue shows the same evidence for either.
+Some tests add further pending playbooks through the service, as a team adding one by hand
+through the API would, to have a long queue.
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ import pytest
 from reflexio.client import ReflexioClient
 from reflexio.embed import Embedder
 from reflexio.jobs import Worker
+from reflexio.learn.review import Action
 from reflexio.models import (
     AddAgentPlaybookRequest,
     AgentPlaybook,
     GetAgentPlaybooksRequest,
     InteractionData,
+    PlaybookAggregationOperationRequest,
     PublishUserInteractionRequest,
 )
-from reflexio.service import org_config, playbooks, publish
+from reflexio.records import ProposalRecord
+from reflexio.service import aggregation, org_config, playbooks, publish
 from reflexio.service.core import Core
+from reflexio.service.review import review
 from reflexio.service.workers import handlers
 from tests.web.conftest import Served, serving
 
@@ -49,8 +55,8 @@ def _run_jobs(core: Core) -> None:
             time.sleep(0.05)
 
 
-def _publish_corrections(core: Core, org_id: str) -> None:
-    for user_id in USERS:
+def _publish_corrections(core: Core, org_id: str, users: tuple[str, ...] = USERS) -> None:
+    for user_id in users:
         turns = [
             InteractionData(role="User", content="My order arrived damaged, I want a refund."),
             InteractionData(role="Agent", content="Sorry! I've refunded your order to your card."),
@@ -66,6 +72,17 @@ def _publish_corrections(core: Core, org_id: str) -> None:
         )
         publish.publish(core, org_id, req, flush=True)
     _run_jobs(core)
+
+
+def _aggregate(core: Core, org_id: str) -> list[int]:
+    """Run the agent version's aggregation now; the ids of the playbooks it generated or revised."""
+    req = PlaybookAggregationOperationRequest(agent_version=AGENT)
+    op = aggregation.run_and_wait(core, org_id, req, wait_seconds=30)
+    assert op.status == "succeeded", op
+    listed = playbooks.get_agent_playbooks(
+        core, org_id, GetAgentPlaybooksRequest(agent_version=AGENT, limit=100)
+    )
+    return sorted(p.agent_playbook_id for p in listed.agent_playbooks)
 
 
 def _add_pending(core: Core, org_id: str, content: str) -> int:
@@ -103,19 +120,23 @@ def _served_ids(served: Served) -> set[int]:
     return {p.agent_playbook_id for p in found.agent_playbooks}
 
 
-def test_approve_serves_the_playbook_and_reject_withdraws_it(page: Any, org: Served) -> None:
-    pid = _add_pending(org.core, org.core.settings.default_org_id, PLAYBOOK)
+def test_the_aggregated_playbook_shows_its_recorded_evidence_is_approved_served_and_rejected(
+    page: Any, org: Served
+) -> None:
+    org_id = org.core.settings.default_org_id
+    (pid,) = _aggregate(org.core, org_id)
     assert pid not in _served_ids(org), "a pending playbook is served although approval is required"
 
     page.goto(org.url + "/ui/review")
     card = page.locator(f"#playbook-{pid}")
-    assert PLAYBOOK in card.inner_text()
+    assert "3 user(s)" in card.inner_text()
     card.locator("summary", has_text="Evidence").click()
     evidence = card.locator(".evidence-body")
-    evidence.get_by_text("Taught by").wait_for()
-    assert "Taught by 3 user(s)" in evidence.inner_text()
+    assert "Proposed by aggregation from 3 user playbook(s) taught by 3 user(s)" in evidence.inner_text()
     for user_id in USERS:
-        assert evidence.get_by_role("link", name=user_id).count() == 1
+        assert evidence.locator("p").first.get_by_role("link", name=user_id).count() == 1
+        assert evidence.get_by_role("link", name=f"session {user_id}-1").count() >= 1
+    assert "PayPal" in evidence.inner_text()  # the conversations it was learned from
 
     card.get_by_role("button", name="Approve").click()
     page.locator(f"#playbook-{pid} .pill.approved").wait_for()
@@ -210,3 +231,73 @@ def test_a_long_queue_is_worked_with_the_keyboard_and_in_bulk(page: Any, org: Se
     page.locator("#bulk").get_by_label("Note").fill("superseded by the phone policy")
     page.get_by_role("button", name="Reject selected").click()
     assert f"#{first}\tnow rejected" in page.locator("main tbody").inner_text()
+
+
+def test_a_revision_of_an_approved_playbook_is_shown_as_a_diff_and_approving_it_archives_the_old(
+    page: Any, org: Served
+) -> None:
+    """The revision is recorded as aggregation records one (a proposal that ``revises`` the
+    approved playbook), since when aggregation proposes one depends on its drafting."""
+    org_id = org.core.settings.default_org_id
+    approved = _add_pending(org.core, org_id, "Sign customer emails as the support team.")
+    review(org.core, org_id, approved, Action.APPROVE, actor="local")
+    revision = _add_pending(org.core, org_id, "Sign customer emails as 'The Acme Support Team'.")
+    org.core.storage.add_proposals(
+        [
+            ProposalRecord(
+                org_id=org_id,
+                agent_playbook_id=revision,
+                cluster_id=1,
+                member_ids=(),
+                user_ids=USERS,
+                revises_id=approved,
+            )
+        ]
+    )
+    page.goto(org.url + "/ui/review")
+    card = page.locator(f"#playbook-{revision}")
+    assert f"revision of #{approved}" in card.inner_text()
+    diff = card.locator("[data-revision] [data-diff=content]")
+    assert "Acme" in " ".join(diff.locator("ins").all_inner_texts())
+    assert "the support team" in " ".join(diff.locator("del").all_inner_texts()).lower()
+    card.get_by_role("button", name="Approve").click()
+    page.locator(f"#playbook-{revision} .pill.approved").wait_for()
+    page.goto(org.url + f"/ui/learnings/agent_playbook/{approved}")
+    assert "superseded" in page.locator("h1").inner_text()
+
+
+def test_a_playbook_that_hurts_is_suspended_for_review_and_restored(page: Any, org: Served) -> None:
+    from tests.api.test_evaluation import REPLIES, run_due_evaluations
+
+    org_id = org.core.settings.default_org_id
+    pid = _add_pending(org.core, org_id, "Apologise and offer a free express shipping upgrade.")
+    page.goto(org.url + "/ui/review")
+    page.locator(f"#playbook-{pid}").get_by_role("button", name="Approve").click()
+    page.locator(f"#playbook-{pid} .pill.approved").wait_for()
+    for n, reply in enumerate(REPLIES):
+        turns = [
+            InteractionData(role="User", content="My parcel is three days late, where is it?"),
+            InteractionData(
+                role="Agent",
+                content="Sorry! I've added a free express shipping upgrade to your next order.",
+                retrieved_learnings=[{"kind": "agent_playbook", "learning_id": str(pid)}],
+            ),
+            InteractionData(role="User", content=reply),
+        ]
+        req = PublishUserInteractionRequest(
+            user_id=f"late-{n}", session_id=f"late-{n}", agent_version=AGENT, interaction_data_list=turns
+        )
+        publish.publish(org.core, org_id, req, flush=True)
+    run_due_evaluations(org.core)
+
+    page.goto(org.url + "/ui/review?status=suspended")
+    card = page.locator(f"#playbook-{pid}")
+    assert "Suspended for review by reflection" in card.inner_text()
+    assert "hurt 3" in card.locator("[data-impact]").inner_text()
+    assert card.get_by_role("button", name="Approve").count() == 1  # the reviewer may overrule it
+    card.get_by_role("button", name="Restore").click()
+    page.wait_for_url(f"**/ui/learnings/agent_playbook/{pid}#history")
+    assert "approved" in page.locator("h1").inner_text()
+    assert "reverted suspend" in page.locator("ol.timeline").inner_text()
+    assert "hurt" in page.locator("[data-exposures]").inner_text()
+    assert pid in _served_ids(org)

@@ -23,12 +23,14 @@ NARROW = 390
 SCREENS = [
     ("overview", "/ui/", "Overview"),
     ("review", "/ui/review", "Review queue"),
+    ("review-retired", "/ui/review?status=retired", "Review queue"),
     ("learnings", "/ui/learnings?q=refund+payment+method", "Learnings"),
     ("learning", None, None),
     ("users", "/ui/users", "Users"),
     ("user", "/ui/users/emma.novak", "User emma.novak"),  # a profile and two playbooks
     ("sessions", "/ui/sessions", "Sessions"),
     ("session", "/ui/sessions/ana-2", "Session ana-2"),
+    ("session-reported", "/ui/sessions/pia-late", "Session pia-late"),  # a reported failure
     ("evaluation", "/ui/evaluation", "Evaluation"),
     ("jobs", "/ui/jobs?status=done", "Jobs"),
     ("settings", "/ui/settings", "Settings"),
@@ -63,6 +65,8 @@ def test_every_screen_renders_on_demo_data(
         path, heading = f"/ui/learnings/agent_playbook/{playbook_id}", f"Agent playbook {playbook_id}"
     page.goto(served.url + path)
     assert heading in page.locator("h1").inner_text()
+    if name == "review":  # the first card's recorded evidence, opened as a reviewer would
+        page.locator("[data-review-card] summary").first.click()
     assert page.locator("nav[aria-label=Screens] a[aria-current=page]").count() == 1
     if page.locator("canvas").count():  # charts drew (Chart.js marks each canvas it rendered)
         page.wait_for_function("document.querySelectorAll('canvas[data-drawn]').length > 0")

@@ -4,9 +4,12 @@ The demo is made the way a real org's data is made: a support agent's conversati
 dozen users are published through the service (corrections, stated preferences, failed tool
 calls, expert answers), the real job workers learn profiles and user playbooks from them and
 judge the sessions, and a reviewer's decisions on agent playbooks go through the review
-state machine. Only the agent playbooks are added directly (as a team would through the
-API), standing in for what aggregation proposes, and the clock is the publishes' own
-``created_at``, spread over the last two weeks.
+state machine. A team's own agent playbooks are added through the API as a team would; the
+last step runs the real aggregation, so the lessons several users taught wait in the review
+queue with their recorded evidence. One approved playbook (a lapsed express-shipping offer)
+hurts the three late-parcel sessions it is served in, which the shop reports as failed, so
+reflection retires it with its reason. The clock is the publishes' own ``created_at``,
+spread over the last two weeks.
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from reflexio.models import (
     AgentPlaybook,
     GetAgentPlaybooksRequest,
     InteractionData,
+    PlaybookAggregationOperationRequest,
     PublishUserInteractionRequest,
+    SessionOutcomeKind,
+    SetSessionOutcomeRequest,
     ToolUsed,
     UserActionType,
 )
-from reflexio.service import org_config, playbooks, publish
+from reflexio.service import aggregation, org_config, outcomes, playbooks, publish
 from reflexio.service.core import Core, open_core
 from reflexio.service.review import review
 from reflexio.service.workers import handlers
@@ -82,6 +88,18 @@ AGENT_PLAYBOOKS = [
         "Proposed from two users; conflicts with the retention policy.",
         "rejected",
     ),
+    (
+        "a parcel is late",
+        "Apologise and offer a free express shipping upgrade on their next order.",
+        "Customers liked the upgrade while the summer offer ran.",
+        "lapsed",
+    ),
+]
+#: What three users said when the lapsed express offer was made to them (each session failed).
+LAPSED_REPLIES = [
+    ("marta.lopez", "That express upgrade doesn't exist. Please stop offering it."),
+    ("omar.haddad", "The store says there is no free express offer any more. Why did you promise it?"),
+    ("pia.nielsen", "Stop promising free express shipping, that offer ended."),
 ]
 
 #: One exchange: what the user said, the agent's answer, a tool call (name, status), an expert's answer.
@@ -385,6 +403,19 @@ def _add_agent_playbooks(core: Core, org_id: str, start: int) -> list[tuple[int,
     return [(by_content[content], fate) for _, content, _, fate in AGENT_PLAYBOOKS]
 
 
+def _send(core: Core, org_id: str, user_id: str, session_id: str, items: list[InteractionData]) -> None:
+    """Publish one finished session of the demo's support agent."""
+    req = PublishUserInteractionRequest(
+        user_id=user_id,
+        session_id=session_id,
+        agent_version=AGENT_VERSION,
+        source="support-agent:v2",
+        interaction_data_list=items,
+        session_finished=True,
+    )
+    publish.publish(core, org_id, req, flush=True)
+
+
 def _publish(core: Core, org_id: str, now: int, served: list[int]) -> int:
     sessions = 0
     for user_id, user_sessions in CONVERSATIONS:
@@ -412,17 +443,38 @@ def _publish(core: Core, org_id: str, now: int, served: list[int]) -> int:
                         retrieved_learnings=injected,
                     )
                 )
-            req = PublishUserInteractionRequest(
-                user_id=user_id,
-                session_id=session_id,
-                agent_version=AGENT_VERSION,
-                source="support-agent:v2",
-                interaction_data_list=items,
-                session_finished=True,
-            )
-            publish.publish(core, org_id, req, flush=True)
+            _send(core, org_id, user_id, session_id, items)
             sessions += 1
     return sessions
+
+
+def _publish_lapsed(core: Core, org_id: str, now: int, playbook_id: int) -> int:
+    """Three late-parcel sessions the lapsed offer is served in; the shop reports each failed."""
+    for n, (user_id, reply) in enumerate(LAPSED_REPLIES):
+        t = now - (4 - n) * DAY
+        session_id = f"{user_id.split('.')[0]}-late"
+        items = [
+            InteractionData(role="User", content="My parcel is three days late, where is it?", created_at=t),
+            InteractionData(
+                role="Agent",
+                content="Sorry! I've added a free express shipping upgrade to your next order.",
+                created_at=t + 20,
+                retrieved_learnings=[{"kind": "agent_playbook", "learning_id": str(playbook_id)}],
+            ),
+            InteractionData(role="User", content=reply, created_at=t + 60),
+        ]
+        _send(core, org_id, user_id, session_id, items)
+        outcomes.set_session_outcome(
+            core,
+            org_id,
+            SetSessionOutcomeRequest(
+                session_id=session_id,
+                outcome=SessionOutcomeKind("failure"),
+                occurred_at=t + 3_600,
+                label="complaint",
+            ),
+        )
+    return len(LAPSED_REPLIES)
 
 
 def _run_jobs(core: Core, *, settle_seconds: float = 3.0) -> int:
@@ -447,7 +499,7 @@ def seed_demo(core: Core, org_id: str) -> DemoSummary:
     now = int(time.time())
     decided = _add_agent_playbooks(core, org_id, now - 13 * DAY)
     for playbook_id, fate in decided:
-        if fate == "approved":
+        if fate in ("approved", "lapsed"):
             review(
                 core,
                 org_id,
@@ -469,11 +521,16 @@ def seed_demo(core: Core, org_id: str) -> DemoSummary:
     org_config.update_config(core, org_id, {"session_idle_seconds": 1})
     try:
         sessions = _publish(core, org_id, now, [pid for pid, fate in decided if fate == "approved"])
+        sessions += _publish_lapsed(core, org_id, now, next(pid for pid, fate in decided if fate == "lapsed"))
         time.sleep(1.2)
         ran = _run_jobs(core)
     finally:
         org_config.update_config(core, org_id, {"session_idle_seconds": idle})
-    return DemoSummary(org_id, len(CONVERSATIONS), sessions, len(decided), ran)
+    # What several users taught, generalised by the real aggregation: pending, for review.
+    aggregation.run_and_wait(
+        core, org_id, PlaybookAggregationOperationRequest(agent_version=AGENT_VERSION), wait_seconds=60
+    )
+    return DemoSummary(org_id, len(CONVERSATIONS) + len(LAPSED_REPLIES), sessions, len(decided), ran)
 
 
 def seed_into(chosen: Settings, org_id: str | None = None) -> DemoSummary:

@@ -127,7 +127,7 @@ def _storage(chosen: Settings, embedder: Embedder) -> tuple[Storage | None, Chec
         path = Path(chosen.storage_url.removeprefix("sqlite:///"))
         if not path.exists():
             return None, Check("storage", "ok", f"{shown} (not created yet; created on first start)")
-    storage = open_storage(chosen.storage_url, embedder)
+    storage = open_storage(chosen.storage_url, embedder, search_index_mb=chosen.search_index_mb)
     storage.ping()
     return storage, Check("storage", "ok", f"{shown} ({storage.backend}, opens)")
 

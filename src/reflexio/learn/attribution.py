@@ -11,15 +11,18 @@ Without a model the verdicts come from explicit evidence only:
   the answer that followed;
 * negative when, after it was injected, the user contradicted what it says (read with the
   rule extractor's comparison of two statements), or when the session failed and the user's
-  complaint was about its topic without agreeing with it;
+  complaint (a correction, or a flat denial of what the agent said) was about its topic
+  without agreeing with it;
 * neutral when the user *restated* it in a failed session (the learning was right and the
   agent did not apply it: an application failure, not a content defect), and whenever there
   is no evidence either way;
 * positive when the session succeeded, it was relevant and nobody pushed back on it.
 
-With a model, one call judges up to 25 learnings of a session at once (relevance and impact
-together), with the transcript and each learning's text bounded, and every learning must be
-answered: those a model leaves out are asked again once, and then stay unjudged rather than
+With a model, the session judge's own call (``evaluate_session``) also judges the first 25
+learnings of the session (relevance and impact together), and each further call
+(``judge_learnings``) up to 25 more, with the transcript and each learning's text bounded, so a
+judged session costs one call plus one per 25 learnings beyond the first 25. Every learning
+must be answered: those a model leaves out are asked again once, and then stay unjudged rather than
 guessed. At most 1,000 learnings of a session are judged; more is refused without a call.
 """
 
@@ -33,11 +36,12 @@ from typing import Any, Final, Literal
 from reflexio import ranking
 from reflexio.errors import ReflexioError
 from reflexio.learn import prompts
-from reflexio.learn.evaluate import ESCALATION, is_reaction
-from reflexio.learn.llm_extract import is_agent, is_user, render_conversation
-from reflexio.learn.llm_schemas import LearningVerdictsOutput
+from reflexio.learn.evaluate import ESCALATION, corrects, is_reaction
+from reflexio.learn.llm_extract import NO_LEARNINGS, is_agent, is_user, judge_session, render_conversation
+from reflexio.learn.llm_schemas import LearningVerdictItem, LearningVerdictsOutput, SessionEvaluationOutput
 from reflexio.learn.rules.compare import Relation, gist, relate
 from reflexio.learn.rules.signals import read_message
+from reflexio.learn.rules.text import overlap
 from reflexio.llm import LLM, Role
 from reflexio.models.org_config import DEFAULT_SUCCESS_PROMPT, Config
 from reflexio.models.prompt import estimate_tokens
@@ -51,6 +55,7 @@ __all__ = [
     "Verdict",
     "injections",
     "judge_offline",
+    "judge_session_with_learnings",
     "judge_with_llm",
 ]
 
@@ -167,22 +172,23 @@ def _read_reactions(turns: Sequence[InteractionRecord], at: int, row: Learning) 
     topic = _topic(row)
     said = gist(row.content, row.trigger, row.pitfall)
     out = _Reading()
-    after_agent = True
+    answer: str | None = turns[at].content  # the agent turn the next user turn replies to
     for turn in turns[at + 1 :]:
         if not is_user(turn):
-            after_agent = is_agent(turn) or after_agent
+            answer = turn.content if is_agent(turn) else answer
             continue
-        shared = topic & frozenset(ranking.word_set(turn.content))
+        shared = overlap(topic, frozenset(ranking.word_set(turn.content)))
         if _topical(shared, topic):
-            reading = read_message(turn.content, reacting=after_agent)
+            reading = read_message(turn.content, reacting=answer is not None)
             relation = relate(gist(turn.content), said, restated=reading.restated, reversal=reading.reversal)
+            reacted = corrects(turn.content, answer) if answer is not None else is_reaction(reading)
             if relation is Relation.CONTRADICTS and out.contradicted_by is None:
                 out.contradicted_by = turn.id
             elif relation is Relation.SAME:
                 out.restated.append(turn.id)
-            elif is_reaction(reading) or ESCALATION.search(turn.content):
+            elif reacted or ESCALATION.search(turn.content):
                 out.complained.append(turn.id)
-        after_agent = False
+        answer = None
     return out
 
 
@@ -343,31 +349,73 @@ def _from_item(injection: Injection, row: Learning, item: Any) -> Verdict:
     )
 
 
+def _pairs(
+    turns: Sequence[InteractionRecord], found: Mapping[tuple[str, str], Learning]
+) -> list[tuple[Injection, Learning]]:
+    return [
+        (i, found[(i.kind, i.learning_id)]) for i in injections(turns) if (i.kind, i.learning_id) in found
+    ]
+
+
+def judge_session_with_learnings(
+    llm: LLM,
+    config: Config,
+    turns: Sequence[InteractionRecord],
+    found: Mapping[tuple[str, str], Learning],
+) -> tuple[SessionEvaluationOutput, dict[str, LearningVerdictItem]]:
+    """One call that judges the session and its first ``CHUNK_SIZE`` injected learnings.
+
+    Returns the session verdict and the learning verdicts by ``learning_ref`` (only those the
+    call was asked about: a ref the model invents is dropped). ``judge_with_llm(..., first=)``
+    asks the rest.
+
+    Raises:
+        TooManyLearnings: More than ``MAX_CANDIDATES`` injections (no call is made).
+        LLMError: The call failed.
+    """
+    chunk = _pairs(turns, found)[:CHUNK_SIZE]
+    lines = "\n".join(_learning_line(i, row) for i, row in chunk) or NO_LEARNINGS
+    inputs = {
+        "injections": tuple(i for i, _ in chunk),
+        "found": {(i.kind, i.learning_id): r for i, r in chunk},
+    }
+    answer = judge_session(llm, config, turns, learnings=lines, inputs=inputs)
+    asked = {i.ref for i, _ in chunk}
+    verdicts = {item.learning_ref: item for item in answer.verdicts if item.learning_ref in asked}
+    return SessionEvaluationOutput.model_validate(answer.model_dump(exclude={"verdicts"})), verdicts
+
+
 def judge_with_llm(
     llm: LLM,
     config: Config,
     turns: Sequence[InteractionRecord],
     found: Mapping[tuple[str, str], Learning],
     session: Mapping[str, Any],
+    *,
+    first: Mapping[str, LearningVerdictItem] | None = None,
 ) -> list[Verdict]:
     """Verdicts from a model, ``CHUNK_SIZE`` learnings per call, each learning answered once.
 
     A learning the model leaves out of its answer is asked again in one more call; if it is
     still missing it is stored unjudged (``impact=None``), never guessed.
 
+    Args:
+        first: What the session judge answered for the first ``CHUNK_SIZE`` learnings
+            (``judge_session_with_learnings``): those count as asked, so only the rest, and
+            any it left out, cost a call here.
+
     Raises:
         TooManyLearnings: More than ``MAX_CANDIDATES`` injections (no call is made).
         LLMError: A call failed (the caller falls back to the offline judge).
     """
-    pairs = [
-        (i, found[(i.kind, i.learning_id)]) for i in injections(turns) if (i.kind, i.learning_id) in found
-    ]
-    answered: dict[str, Any] = {}
-    for start in range(0, len(pairs), CHUNK_SIZE):
-        answered |= _ask(llm, config, turns, pairs[start : start + CHUNK_SIZE], session)
+    pairs = _pairs(turns, found)
+    answered: dict[str, Any] = dict(first or {})
+    start = CHUNK_SIZE if first is not None else 0
+    for at in range(start, len(pairs), CHUNK_SIZE):
+        answered |= _ask(llm, config, turns, pairs[at : at + CHUNK_SIZE], session)
     missing = [(i, row) for i, row in pairs if i.ref not in answered]
-    for start in range(0, len(missing), CHUNK_SIZE):
-        answered |= _ask(llm, config, turns, missing[start : start + CHUNK_SIZE], session)
+    for at in range(0, len(missing), CHUNK_SIZE):
+        answered |= _ask(llm, config, turns, missing[at : at + CHUNK_SIZE], session)
     out = []
     for injection, row in pairs:
         item = answered.get(injection.ref)

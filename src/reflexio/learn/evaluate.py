@@ -1,7 +1,8 @@
 """Judging a session once it has gone idle: did the agent handle it?
 
-Without an LLM the judgement comes from explicit evidence in the log: user turns that correct
-or re-steer the agent (read with the rule extractor's signal reader), tool calls that failed and
+Without an LLM the judgement comes from explicit evidence in the log: user turns that correct,
+re-steer or flatly contradict the agent (read with the rule extractor's signal reader and
+``rules.denials``; a "no" answering the agent's question is not one), tool calls that failed and
 were never followed by a success, requests for a human, and whether the session ended on a
 correction. The result has the shape of Reflexio's ``AgentSuccessEvaluationResult`` (the wire
 model); ``service.judgement`` stores it as a ``session`` evaluation.
@@ -16,6 +17,7 @@ import re
 from reflexio import ranking
 from reflexio.errors import ReflexioError
 from reflexio.learn.llm_extract import judge_session
+from reflexio.learn.rules.denials import answers_no, denies
 from reflexio.learn.rules.evidence import failed
 from reflexio.learn.rules.signals import Reading, read_message
 from reflexio.llm import LLM
@@ -24,7 +26,7 @@ from reflexio.records import InteractionRecord
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ESCALATION", "is_reaction", "judge_turns", "judged", "sampled"]
+__all__ = ["ESCALATION", "corrects", "is_reaction", "judge_turns", "judged", "sampled"]
 
 #: A user asking for a person (an escalation request).
 ESCALATION = re.compile(
@@ -44,6 +46,22 @@ def is_reaction(reading: Reading) -> bool:
     return reading.correction or reading.reversal or _instructs(reading)
 
 
+def corrects(reply: str, answer: str) -> bool:
+    """Whether a user's reply to an agent turn corrects, re-steers or denies it.
+
+    A "no" that answers the turn's closing question ("Anything else?" / "No, thanks.") is an
+    answer, not a correction: the rest of the reply is read without it. A reply that flatly
+    contradicts what the turn claimed ("There is no courtesy waiver.") is a correction even
+    with no cue word (``rules.denials``).
+    """
+    rest = answers_no(reply, answer)
+    if rest is not None:
+        if not rest:
+            return False
+        reply = rest
+    return is_reaction(read_message(reply, reacting=True)) or denies(reply, answer)
+
+
 def _repeats(text: str, earlier: list[frozenset[str]]) -> bool:
     """The user asking again for what they already asked in this session."""
     words = frozenset(ranking.word_set(text))
@@ -55,20 +73,19 @@ def judge_turns(turns: list[InteractionRecord]) -> dict[str, object]:
     corrections = 0
     last_was_correction = False
     escalated = False
-    after_agent = False
+    answer: str | None = None  # the agent turn the next user turn replies to
     requests: list[frozenset[str]] = []
     for turn in turns:
         if _is_user(turn):
-            reading = read_message(turn.content, reacting=after_agent)
-            repeated = after_agent and _repeats(turn.content, requests)
-            correcting = after_agent and (is_reaction(reading) or repeated)
+            repeated = answer is not None and _repeats(turn.content, requests)
+            correcting = answer is not None and (corrects(turn.content, answer) or repeated)
             corrections += int(correcting)
             last_was_correction = correcting
             escalated = escalated or bool(ESCALATION.search(turn.content))
             requests.append(frozenset(ranking.word_set(turn.content)))
-            after_agent = False
+            answer = None
         elif turn.role.strip().lower() in _AGENT_ROLES:
-            after_agent = True
+            answer = turn.content
             last_was_correction = False  # the agent answered the correction
     broken = _unresolved_tool_failure(turns)
     failure_type, reason = _failure(broken, last_was_correction, escalated, corrections)
@@ -97,7 +114,7 @@ def judged(turns: list[InteractionRecord], llm: LLM | None, config: Config | Non
     except ReflexioError as exc:  # the provider is down: the evidence rules still judge
         log.warning("LLM session evaluation failed, judging by rules: %s", exc)
         return judge_turns(turns)
-    return {**verdict.model_dump(mode="json"), "evaluation_name": "llm"}
+    return {**verdict.model_dump(mode="json", exclude={"verdicts"}), "evaluation_name": "llm"}
 
 
 def _instructs(reading: Reading) -> bool:

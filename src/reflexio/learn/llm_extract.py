@@ -27,7 +27,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -41,7 +41,7 @@ from reflexio.learn.llm_schemas import (
     MergeOutput,
     PlaybookItem,
     ProfileItem,
-    SessionEvaluationOutput,
+    SessionJudgementOutput,
 )
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, learn_window
 from reflexio.learn.standing import STANDING_TAG
@@ -52,6 +52,7 @@ from reflexio.records import InteractionRecord, Learning, LearningKind
 from reflexio.storage import Storage
 
 __all__ = [
+    "NO_LEARNINGS",
     "Hint",
     "LLMJudge",
     "LLMProposer",
@@ -66,7 +67,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Output caps per prompt: room for reasoning models, a stop for runaway answers.
-MAX_TOKENS = {"gate": 2048, "extract": 8192, "merge": 4096, "evaluate_session": 2048}
+MAX_TOKENS = {"gate": 2048, "extract": 8192, "merge": 4096, "evaluate_session": 4096}
+#: What the session judge reads when its agent was given no learnings.
+NO_LEARNINGS = "(none)"
 #: Longest turn text shown to a model; the rest is cut.
 MAX_TURN_CHARS = 2000
 
@@ -456,8 +459,21 @@ def window_learner(storage: Storage, config: Config, llm: LLM) -> WindowLearner:
     return lambda window: learn_window(storage, config, window, proposer, judge)
 
 
-def judge_session(llm: LLM, config: Config, turns: Sequence[InteractionRecord]) -> SessionEvaluationOutput:
+def judge_session(
+    llm: LLM,
+    config: Config,
+    turns: Sequence[InteractionRecord],
+    *,
+    learnings: str = NO_LEARNINGS,
+    inputs: Mapping[str, Any] | None = None,
+) -> SessionJudgementOutput:
     """One call that judges a finished session (for the session-idle job).
+
+    Args:
+        learnings: The learnings the session's agent turns were given, one line each (see
+            ``learn.attribution``), for the same call to judge them too; their verdicts come
+            back in ``verdicts``.
+        inputs: Domain objects behind ``learnings`` (recorded with the call).
 
     Raises:
         LLMError: The call failed.
@@ -467,13 +483,14 @@ def judge_session(llm: LLM, config: Config, turns: Sequence[InteractionRecord]) 
         "agent_context": config.agent_context_prompt or "(not described)",
         "success_definition": success.success_definition_prompt if success else DEFAULT_SUCCESS_PROMPT,
         "tools": _render_tools(config),
+        "learnings": learnings,
         "conversation": render_conversation(turns),
     }
     call = prompts.load("evaluate_session").call(
         Role.EVALUATION,
         values,
-        output=SessionEvaluationOutput,
-        inputs={"turns": tuple(turns), "config": config},
+        output=SessionJudgementOutput,
+        inputs={"turns": tuple(turns), "config": config, **(inputs or {})},
         max_tokens=MAX_TOKENS["evaluate_session"],
     )
     return llm.complete(call).value

@@ -31,6 +31,7 @@ __all__ = [
     "RevisionOutput",
     "RewriteOutput",
     "SessionEvaluationOutput",
+    "SessionJudgementOutput",
     "ShadowComparisonOutput",
     "ShadowVerdictItem",
 ]
@@ -144,6 +145,16 @@ class LearningVerdictsOutput(BaseModel):
     """One verdict per learning listed in the prompt."""
 
     verdicts: list[LearningVerdictItem]
+
+
+class SessionJudgementOutput(SessionEvaluationOutput):
+    """The session verdict and, in the same answer, one verdict per learning it was given.
+
+    One call judges both (``evaluate_session`` 1.1), so a judged session costs one call up to
+    ``attribution.CHUNK_SIZE`` learnings; a version 1.0 answer (no ``verdicts``) still fits.
+    """
+
+    verdicts: list[LearningVerdictItem] = Field(default_factory=list)
 
 
 class ShadowVerdictItem(BaseModel):

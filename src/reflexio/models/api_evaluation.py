@@ -503,10 +503,22 @@ class RevertReflectionActionResponse(WireModel):
 
 
 class StartRetrievalExperimentRequest(RequestModel):
-    """Start a user-level holdout: that share of users gets no learnings while it runs."""
+    """Start a user-level holdout: that share of users gets no learnings while it runs.
+
+    The id travels in the results route's path (``/retrieval_experiments/{id}/results``): any
+    characters are routable once percent-encoded (the SDK does so), "/" included, except an id
+    that is only dots, which every HTTP client resolves away as a relative path segment.
+    """
 
     experiment_id: NonEmptyStr = Field(max_length=128)
     holdout_percentage: float = Field(gt=0, lt=100)
+
+    @field_validator("experiment_id")
+    @classmethod
+    def _routable(cls, value: str) -> str:
+        if set(value) == {"."}:
+            raise ValueError("an experiment id of only dots cannot be named in a URL path")
+        return value
 
 
 class StopRetrievalExperimentRequest(RequestModel):

@@ -10,7 +10,7 @@ the agent would get.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 from reflexio.errors import NotFoundError
@@ -23,6 +23,7 @@ from reflexio.records import (
     LearningEvent,
     LearningKind,
     LearningStatus,
+    OutcomeRecord,
     RequestRecord,
 )
 from reflexio.service.core import Core
@@ -33,7 +34,6 @@ __all__ = [
     "LearningQuery",
     "LearningStory",
     "Page",
-    "Related",
     "SessionStory",
     "SessionSummary",
     "count_learnings",
@@ -42,7 +42,6 @@ __all__ = [
     "list_learnings",
     "list_sessions",
     "recent_users",
-    "related_user_playbooks",
     "session_story",
     "user_footprint",
 ]
@@ -167,13 +166,22 @@ def learning_story(core: Core, org_id: str, row: Learning) -> LearningStory:
 
 @dataclass(frozen=True, slots=True)
 class SessionSummary:
-    """One session in a listing: who, which agent, how many publishes, when it was last active."""
+    """One session in a listing: who, which agent, how many publishes, when it was last active,
+    and how it went.
+
+    Attributes:
+        outcome: What the agent's systems reported (``success``, ``failure``...), else the
+            judge's verdict (``succeeded`` / ``failed``); None while neither exists.
+        outcome_source: ``reported`` or ``judge`` (None with no outcome).
+    """
 
     session_id: str
     user_id: str
     agent_version: str
     requests: int
     last_active: int
+    outcome: str | None = None
+    outcome_source: str | None = None
 
 
 def list_sessions(
@@ -202,7 +210,39 @@ def list_sessions(
             break
     items = list(found.values())
     start = (page - 1) * per_page
-    return Page(items[start : start + per_page], page, per_page, len(items) > start + per_page)
+    shown = _with_outcomes(core, org_id, items[start : start + per_page])
+    return Page(shown, page, per_page, len(items) > start + per_page)
+
+
+def _with_outcomes(core: Core, org_id: str, sessions: list[SessionSummary]) -> list[SessionSummary]:
+    """The page's sessions with their outcome: a reported one first, else the judge's verdict
+    (two queries for the page)."""
+    if not sessions:
+        return sessions
+    ids = sorted({s.session_id for s in sessions})
+    reported = {
+        (o.user_id, o.session_id): o.outcome
+        for o in core.storage.list_outcomes(org_id, session_ids=ids, limit=len(ids) * 4)[::-1]
+    }
+    judged: dict[tuple[str, str], str] = {}
+    for row in sorted(core.storage.find_evaluations(org_id, kind="session", session_ids=ids), key=_made):
+        judged[(row.user_id or "", row.session_id or "")] = (
+            "succeeded" if row.result.get("is_success") else "failed"
+        )
+    out = []
+    for s in sessions:
+        key = (s.user_id, s.session_id)
+        if key in reported:
+            out.append(replace(s, outcome=reported[key], outcome_source="reported"))
+        elif key in judged:
+            out.append(replace(s, outcome=judged[key], outcome_source="judge"))
+        else:
+            out.append(s)
+    return out
+
+
+def _made(row: EvaluationRecord) -> float:
+    return row.created_at
 
 
 def recent_users(core: Core, org_id: str, *, prefix: str = "", limit: int = 100) -> list[tuple[str, int]]:
@@ -250,6 +290,7 @@ class SessionStory:
             resolved to rows where they still exist.
         verdicts: Session judgements (success, failure type, corrections), newest first.
         learning_verdicts: Judgements of the learnings injected in it, newest first.
+        outcomes: What the agent's systems reported, every revision, newest first.
     """
 
     session_id: str
@@ -258,6 +299,7 @@ class SessionStory:
     injected: dict[int, list[tuple[str, str, Learning | None]]]
     verdicts: list[EvaluationRecord]
     learning_verdicts: list[EvaluationRecord]
+    outcomes: list[OutcomeRecord] = field(default_factory=list)
 
 
 def session_story(core: Core, org_id: str, session_id: str) -> SessionStory:
@@ -279,6 +321,7 @@ def session_story(core: Core, org_id: str, session_id: str) -> SessionStory:
         injected=_injected(core, org_id, turns),
         verdicts=core.storage.list_evaluations(org_id, kind="session", session_id=session_id),
         learning_verdicts=core.storage.list_evaluations(org_id, kind="learning", session_id=session_id),
+        outcomes=core.storage.list_outcomes(org_id, session_ids=[session_id], latest_only=False),
     )
 
 
@@ -349,30 +392,3 @@ def user_footprint(core: Core, org_id: str, user_id: str, *, cap: int = 10_000) 
         verdicts=min(cap, len(verdicts) + len(judged)),
         cap=cap,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Related:
-    """User playbooks that say what an agent playbook says, found by search, and who taught them."""
-
-    playbooks: list[tuple[Learning, float | None]]
-    users: list[str]
-
-
-def related_user_playbooks(core: Core, org_id: str, row: Learning, *, limit: int = 8) -> Related:
-    """The user playbooks of the agent playbook's agent version that search ranks closest to it.
-
-    This is evidence a reviewer can check (each links to the interactions it was learned
-    from), not the recorded provenance of an aggregation run: it is found by the same search
-    the agent uses, so it is shown as "related", with scores. Near-duplicates are kept: the
-    same lesson from three users is three pieces of evidence, not one.
-    """
-    where = LearningFilter(
-        kinds=(LearningKind.USER_PLAYBOOK,),
-        agent_version=row.agent_version or None,
-        statuses=(LearningStatus.CURRENT,),
-    )
-    text = "\n".join(part for part in (row.trigger or "", row.content) if part)
-    hits = listed(core, org_id, where, text, limit, collapse=False)
-    users = sorted({r.user_id for r, _ in hits if r.user_id})
-    return Related(hits, users)

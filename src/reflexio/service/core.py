@@ -133,7 +133,7 @@ def open_core(settings: Settings) -> Core:
     """
     keep_private(settings)
     embedder = open_embedder(settings.embedder)
-    storage = open_storage(settings.storage_url, embedder)
+    storage = open_storage(settings.storage_url, embedder, search_index_mb=settings.search_index_mb)
     return Core(settings=settings, storage=storage, embedder=embedder)
 
 

@@ -15,7 +15,9 @@ What decides each verdict:
   Reflexio), and the offline judge the others. No ``agent_success_config``
   means evaluation is off for the org: nothing is judged.
 * **Injected learnings.** The LLM judge for the share ``retrieved_learning_sampling_rate``
-  picks (it inherits ``sampling_rate`` when unset), the offline judge otherwise.
+  picks (it inherits ``sampling_rate`` when unset), the offline judge otherwise. When the
+  model judges the session too, its one call also judges the first 25 learnings; only the
+  learnings beyond them cost further calls (25 per call).
 * **Shadow turns** (only with ``shadow_mode_enabled``): the LLM judge when the session was
   picked for it, the offline judge otherwise.
 
@@ -112,10 +114,22 @@ def _latest_outcome(storage: Storage, org_id: str, user_id: str, session_id: str
     return found[0] if found and found[0].outcome != "unknown" else None
 
 
+def _judged_together(
+    turns: list[InteractionRecord], found: Mapping[tuple[str, str], Learning], llm: LLM, config: Config
+) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
+    """One call for the session and its first learnings; on failure, the rules' session verdict
+    and ``None`` (its learnings go to the offline judge: the provider just failed)."""
+    try:
+        verdict, first = attribution.judge_session_with_learnings(llm, config, turns, found)
+    except ReflexioError as exc:
+        log.warning("LLM session evaluation failed, judging by rules: %s", exc)
+        return evaluate.judge_turns(turns), None
+    return {**verdict.model_dump(mode="json"), "evaluation_name": "llm"}, first
+
+
 def _session_result(
-    turns: list[InteractionRecord], llm: LLM | None, config: Config, outcome: OutcomeRecord | None
+    turns: list[InteractionRecord], judged: Mapping[str, Any], outcome: OutcomeRecord | None
 ) -> dict[str, Any]:
-    judged = evaluate.judged(turns, llm, config)
     result = dict(judged)
     result["user_turns"] = sum(1 for t in turns if is_user(t))
     if outcome is not None:
@@ -140,6 +154,7 @@ def _learning_verdicts(
     llm: LLM | None,
     config: Config,
     session: Mapping[str, Any],
+    first: Mapping[str, Any] | None,
 ) -> tuple[list[attribution.Verdict], str]:
     success = bool(session["is_success"])
     try:
@@ -151,7 +166,8 @@ def _learning_verdicts(
         return [], "not_applicable"
     if llm is not None:
         try:
-            return attribution.judge_with_llm(llm, config, turns, found, session), "complete"
+            verdicts = attribution.judge_with_llm(llm, config, turns, found, session, first=first)
+            return verdicts, "complete"
         except ReflexioError as exc:
             log.warning("LLM learning judgement failed, judging by evidence: %s", exc)
     return attribution.judge_offline(turns, found, success, wanted), "complete"
@@ -222,11 +238,18 @@ def judge(
     )
     rl_llm = llm if (force_llm or rl_picked) else None
     outcome = _latest_outcome(storage, org_id, user_id, session_id)
+    found = learnings_of(storage, org_id, [(i.kind, i.learning_id) for i in _safe_injections(turns)])
     # A reported outcome already decides success: the model is not paid to second-guess it
     # (the evidence rules still count corrections and escalations).
-    result = _session_result(turns, None if outcome is not None else picked_llm, config, outcome)
-    found = learnings_of(storage, org_id, [(i.kind, i.learning_id) for i in _safe_injections(turns)])
-    verdicts, status = _learning_verdicts(turns, found, rl_llm, config, result)
+    session_llm = None if outcome is not None else picked_llm
+    first: Mapping[str, Any] | None = None
+    if session_llm is not None and rl_llm is not None and found:
+        judged, first = _judged_together(turns, found, session_llm, config)
+        rl_llm = rl_llm if first is not None else None
+    else:
+        judged = evaluate.judged(turns, session_llm, config)
+    result = _session_result(turns, judged, outcome)
+    verdicts, status = _learning_verdicts(turns, found, rl_llm, config, result, first)
     shadows = _shadow_verdicts(turns, picked_llm, config)
     result["regular_vs_shadow"] = _regular_vs_shadow(shadows)
     result.update(

@@ -13,13 +13,15 @@ import time
 from dataclasses import dataclass
 
 from reflexio.filters import ACTIVE_STATUSES, LearningFilter
+from reflexio.learn.reflect import summarize
+from reflexio.models import LearningImpactView
 from reflexio.records import Approval, JobStatus, LearningKind, LearningStatus
+from reflexio.service import impact
 from reflexio.service.core import Core
 
 __all__ = [
     "DAY",
     "JOB_COUNT_CAP",
-    "Impact",
     "Overview",
     "Series",
     "SessionTrend",
@@ -231,40 +233,21 @@ def _usage(core: Core, org_id: str, starts: list[int]) -> tuple[Series, Series]:
     return Series("tokens", tokens), Series("cost (USD)", cost)
 
 
-@dataclass(slots=True)
-class Impact:
-    """How the judged injections of one learning went over a window."""
-
-    kind: str
-    learning_id: str
-    judged: int = 0
-    relevant: int = 0
-    positive: int = 0
-    negative: int = 0
-    neutral: int = 0
-
-    @property
-    def net(self) -> int:
-        """Injections that helped minus those that hurt."""
-        return self.positive - self.negative
-
-
 def learning_impacts(
     core: Core, org_id: str, *, since: int | None = None, limit: int = _VERDICTS
-) -> tuple[list[Impact], int]:
-    """Per-learning tallies of the verdicts on injected learnings (the newest ``limit``).
+) -> tuple[list[LearningImpactView], int]:
+    """The impact of every learning judged among the newest ``limit`` verdicts (since ``since``).
+
+    The learnings are picked from the verdicts; their numbers are ``service.impact``'s (the
+    same as the API's ``get_learning_impact``), counting only sessions since ``since``.
 
     Returns:
         The learnings, most judged first, and how many verdicts were read.
     """
     rows = core.storage.list_evaluations(org_id, kind="learning", created_after=since, limit=limit)
-    tallies: dict[tuple[str, str], Impact] = {}
-    for row in rows:
-        key = (row.learning_kind or "", row.learning_id or "")
-        tally = tallies.setdefault(key, Impact(*key))
-        tally.judged += 1
-        tally.relevant += bool(row.result.get("is_relevant"))
-        impact = row.result.get("impact")
-        if impact in ("positive", "negative", "neutral"):
-            setattr(tally, impact, getattr(tally, impact) + 1)
-    return sorted(tallies.values(), key=lambda t: (-t.judged, t.kind, t.learning_id)), len(rows)
+    refs = list(dict.fromkeys((row.learning_kind or "", row.learning_id or "") for row in rows))
+    cutoff = dict.fromkeys(refs, float(since)) if since is not None else None
+    found = impact.impact_rows(core.storage, org_id, refs, since=cutoff)
+    views = [impact.view(ref, summarize(exposures), last) for ref, (exposures, last) in found.items()]
+    views.sort(key=lambda v: (-(v.helped + v.hurt + v.neutral), v.kind, v.learning_id))
+    return views, len(rows)

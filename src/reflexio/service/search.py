@@ -186,24 +186,31 @@ def _rank_one(group: Sequence[Candidate], plan: Plan) -> list[tuple[Learning, fl
     """The top_k of one filter's candidates: scored, cut, lifted by cohesion, deduplicated.
 
     The threshold and the pool apply to a learning's own score, so a backend that drops what
-    falls below them (``CandidateQuery.floor`` and ``pool``) never changes the answer; the
-    cohesion lift then reorders the pool and is the score reported.
+    falls below them (``CandidateQuery.floor`` and ``pool``, the vector arm's first hit
+    excepted from the pool) never changes the answer; the cohesion lift then reorders the
+    pool and is the score reported, and a hybrid search seats the vector arm's first hit
+    within the first places (``ranking.seat_leaders``).
     """
-    scored = [(c.learning, _score(c, plan)) for c in group]
+    scored = [(c.learning, _score(c, plan), c.vector_rank == 1) for c in group]
     scored = [
-        (row, s)
-        for row, s in scored
+        (row, s, leads)
+        for row, s, leads in scored
         if s >= plan.threshold and (row.kind.value, row.wire_id) not in plan.exclude
     ]
-    scored.sort(key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id))
-    pool = scored[: plan.top_k * POOL_FACTOR]
+    scored.sort(key=lambda t: (-t[1], -t[0].updated_at, -t[0].id))
+    size = plan.top_k * POOL_FACTOR
+    ranked = scored[:size] + [t for t in scored[size:] if t[2]]  # the vector arm's first hit stays
     lifted = ranking.cohesion_boost(
-        [s for _, s in pool], [row.request_id for row, _ in pool], weight=plan.cohesion
+        [s for _, s, _ in ranked], [row.request_id for row, _, _ in ranked], weight=plan.cohesion
     )
-    pool = sorted(
-        ((row, s) for (row, _), s in zip(pool, lifted, strict=True)),
-        key=lambda pair: (-pair[1], -pair[0].updated_at, -pair[0].id),
+    ranked = sorted(
+        ((row, s, leads) for (row, _, leads), s in zip(ranked, lifted, strict=True)),
+        key=lambda t: (-t[1], -t[0].updated_at, -t[0].id),
     )
+    pool = [(row, s) for row, s, _ in ranked]
+    if plan.mode is SearchMode.HYBRID:  # the vector arm's first hit within the first places
+        seated = ranking.seat_leaders([s for _, s in pool], [leads for _, _, leads in ranked])
+        pool = [(pool[i][0], s) for i, s in seated]
     if not plan.collapse:
         return [(row, round(s, 6)) for row, s in pool[: plan.top_k]]
     kept = ranking.collapse_near_duplicates(

@@ -13,13 +13,15 @@ Layout:
 * ``sql_storage``, ``job_queue`` — its one implementation, over a ``connector.Connector``;
 * ``sqlite``, ``postgres`` — the two connectors: a few primitives (execute, one, all, many,
   insert, transaction) plus named hooks where the engines really differ; ``sqlite_search``
-  and ``postgres_search``, ``postgres_schema``, ``postgres_types`` are their own parts;
+  and ``postgres_index``, ``postgres_search``, ``postgres_schema``, ``postgres_types`` are
+  their own parts;
 * ``queries`` — named SQL of each dialect and WHERE fragments compiled from filters;
   ``rows`` — records to and from rows; ``learning_writes`` — what a learning write means;
 * ``sql/<dialect>/`` — numbered migrations, ``queries.sql`` (the same names in both
   dialects) and ``engine.sql`` (what only that engine's code runs);
-* ``index``, ``index_rows``, ``postings`` — the in-process BM25 + vector index behind SQLite's
-  search; ``index_file`` — its snapshots on disk, so a restart loads it instead of rebuilding.
+* ``index``, ``index_rows``, ``postings`` — the in-process BM25 + vector index behind search
+  on both engines (on PostgreSQL within a memory budget, ``postgres_index``); ``index_file`` —
+  its snapshots on disk (SQLite), so a restart loads it instead of rebuilding.
 
 How to add a table (say, ``verdicts``):
 
@@ -49,8 +51,9 @@ from reflexio.storage.protocol import JobQueue, Storage
 __all__ = ["JobQueue", "Storage", "open_storage"]
 
 
-def open_storage(url: str, embedder: Embedder) -> Storage:
-    """Open (and migrate) the storage a URL names.
+def open_storage(url: str, embedder: Embedder, *, search_index_mb: int = 1024) -> Storage:
+    """Open (and migrate) the storage a URL names; on PostgreSQL, with ``search_index_mb`` of
+    memory for the in-process search indexes (``Settings.search_index_mb``).
 
     Raises:
         ValidationError: The URL's scheme is not one we know.
@@ -69,7 +72,11 @@ def open_storage(url: str, embedder: Embedder) -> Storage:
     if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
         from reflexio.storage.postgres import PostgresConnector
 
-        db = PostgresConnector(url.replace("postgresql+psycopg://", "postgresql://"), dim=embedder.dim)
+        db = PostgresConnector(
+            url.replace("postgresql+psycopg://", "postgresql://"),
+            dim=embedder.dim,
+            search_index_bytes=max(0, search_index_mb) << 20,
+        )
         return SqlStorage(db, embedder)
     raise ValidationError(
         f"unsupported storage URL {url!r}: use sqlite:///path, postgresql://... or memory://"

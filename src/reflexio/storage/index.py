@@ -418,10 +418,8 @@ class LearningIndex:
         index._total_len = float(state["total_len"][0])
         names = _from_json_bytes(state["terms"])
         pos, tf = state["term.pos"], state["term.tf"]
-        starts = np.concatenate([[0], state["term.ends"][:-1]]).astype(np.int64)
-        for term, a, b, df in zip(
-            names, starts.tolist(), state["term.ends"].tolist(), state["term.df"].tolist(), strict=True
-        ):
+        bounds = np.concatenate([[0], state["term.ends"]]).astype(np.int64).tolist()  # [0] with no terms
+        for term, a, b, df in zip(names, bounds[:-1], bounds[1:], state["term.df"].tolist(), strict=True):
             index._terms[term] = Postings(pos[a:b], tf[a:b])
             if df:
                 index._df[term] = df
@@ -690,6 +688,8 @@ class LearningIndex:
             if floor.pool is not None and len(fused) > floor.pool > 0:
                 cut = max(cut, float(np.partition(fused, len(fused) - floor.pool)[len(fused) - floor.pool]))
             keep = fused >= cut - 1e-9  # rounding must not cost a borderline hit
+            leads = np.asarray([vec_rank.get(i) == 1 for i in chosen.tolist()], dtype=np.bool_)
+            keep |= leads & (fused >= floor.score - 1e-9)  # the vector arm's first is never pooled out
             chosen = chosen[keep]
             has_sim = None if has_sim is None else has_sim[keep]
         ids = self._c["ids"][scope.positions[chosen]].tolist()

@@ -7,8 +7,11 @@ Why it is built this way:
   so every call inside the block, nested ones included, runs on it; each nested call runs in
   a savepoint, so a caught error (a duplicate request id) leaves the transaction usable, as
   on SQLite. The publish path's job statements join without one (``savepoint=False``).
-* **Stateless search.** Candidates come from SQL over pgvector and a generated ``tsvector``
-  (``storage.postgres_search``), so any process serves any org with no cache to warm.
+* **Search from the in-process index, within a budget.** Each process answers an org's
+  searches from the same in-process index SQLite uses, kept exact across processes by the
+  change log (``storage.postgres_index`` says why and how); orgs that do not fit the memory
+  budget, and searches inside a transaction, are answered in SQL over pgvector and a
+  generated ``tsvector`` (``storage.postgres_search``).
 * **Bulk saves by binary COPY**, with ids drawn from the identity sequence beforehand.
 * **Outages fail fast.** A call waits at most :data:`POOL_WAIT_SECONDS` for a connection and
   a new connection at most :data:`CONNECT_TIMEOUT_SECONDS` to open, then fails with a
@@ -37,7 +40,7 @@ from typing import Any, Final
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflexio.errors import ConflictError, StorageError
@@ -45,6 +48,7 @@ from reflexio.filters import Candidate, CandidateQuery
 from reflexio.records import Vector
 from reflexio.storage.breaker import Breaker
 from reflexio.storage.connector import Params, Row
+from reflexio.storage.postgres_index import IndexBudget, PostgresIndexes
 from reflexio.storage.postgres_schema import migrate
 from reflexio.storage.postgres_search import PostgresSearch, tsquery
 from reflexio.storage.postgres_types import Conn, VectorBinaryLoader, VectorTextLoader, copy_rows
@@ -158,13 +162,21 @@ class PostgresConnector:
         pool_size: Most connections this process holds.
         hnsw_min_rows: Build a kind's HNSW index on open once this many vectors of ``dim``
             are stored; 0 builds it at once, None never.
+        search_index_bytes: The memory budget of this process's in-process search indexes
+            (``storage.postgres_index``); 0 answers every search in SQL.
     """
 
     name = "postgres"
     dialect = POSTGRES
 
     def __init__(
-        self, url: str, *, dim: int, pool_size: int = 10, hnsw_min_rows: int | None = 10_000
+        self,
+        url: str,
+        *,
+        dim: int,
+        pool_size: int = 10,
+        hnsw_min_rows: int | None = 10_000,
+        search_index_bytes: int = 0,
     ) -> None:
         self.url = url
         self._local = threading.local()
@@ -175,6 +187,7 @@ class PostgresConnector:
             schema = migrate(url, dim, hnsw_min_rows)
             self._vector_type, self._iterative_scan = schema.vector_type, schema.iterative_scan
             self.search = PostgresSearch(POSTGRES, schema.hnsw)
+            self.indexes = PostgresIndexes(self, IndexBudget(search_index_bytes, dim))
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url,
                 min_size=1,
@@ -289,6 +302,12 @@ class PostgresConnector:
             cur.execute(_Q.render(query, parts), params, prepare=self._prepare(query))
             return list(cur.fetchall()) if _has_rows(cur) else []
 
+    def tuples(self, query: str, params: Params) -> list[tuple[Any, ...]]:
+        """Rows as tuples, for the search index's bulk load (read by position)."""
+        with self.connection() as conn, conn.cursor(binary=True, row_factory=tuple_row) as cur:
+            cur.execute(_Q[query], params, prepare=self._prepare(query))
+            return cur.fetchall()
+
     def many(self, query: str, rows: Sequence[Params]) -> None:
         if rows:
             with self.connection() as conn, conn.cursor() as cur:
@@ -345,9 +364,15 @@ class PostgresConnector:
         return tsquery(text)
 
     def search_candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
-        """In SQL (``storage.postgres_search``)."""
+        """From the org's in-process index when it fits the budget and no transaction is
+        open on this thread (``storage.postgres_index``), else in SQL (``storage.postgres_search``)."""
+        if self._current() is None:
+            found = self.indexes.candidates(org_id, query)
+            if found is not None:
+                return found
         with self.connection() as conn:
             return self.search.candidates(conn, org_id, query)
 
     def warm_search(self) -> None:
-        """Nothing to do: PostgreSQL's indexes live in the database, not in this process."""
+        """Build the in-process index of every org that fits the budget."""
+        self.indexes.warm()

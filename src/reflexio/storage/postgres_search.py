@@ -1,4 +1,8 @@
-"""PostgreSQL candidate search: the statement for one filter, and when a vector walk pays.
+"""PostgreSQL candidate search in SQL: the statement for one filter, and when a vector walk pays.
+
+Searches are answered from the in-process index (``storage.postgres_index``) where the org
+fits its memory budget; this is the path for orgs that do not, for searches inside a
+transaction, and for ``REFLEXIO_SEARCH_INDEX_MB=0``.
 
 ``PostgresSearch.candidates`` runs one ``SearchStatement`` per filter of a ``CandidateQuery``:
 a full-text arm (``tsvector`` matched by an OR ``tsquery``, ranked by ``ts_rank``) and a vector
@@ -8,8 +12,7 @@ ranks. The SQL pieces live in ``sql/postgres/engine.sql``.
 
 Why it is built this way:
 
-* **Stateless processes.** Learning search runs in SQL, not in an in-process index as on
-  SQLite, so any process can serve any org without warming or invalidating a cache; each arm
+* **Stateless.** In SQL any process can serve any org without warming a cache; each arm
   ranks its own top rows of the *filtered* scope, and the outer query scores every row of the
   union on both arms, so fusion never has to guess a missing score.
 * **Scores on the same footing as SQLite's.** ``fts_score`` is ``ts_rank`` of an OR query: the
@@ -140,7 +143,7 @@ class PostgresSearch:
         sql = _Q.render("scope_estimate", {"where": search.where_sql, "dim": str(dim)})
         plan = one_row(conn, sql, search.params, prepare=False)["QUERY PLAN"]
         scope = float(plan[0]["Plan"]["Plan Rows"])
-        graph = float(one_row(conn, _Q["index_rows"], {"name": hnsw_index(dim, search.kind)})["n"])
+        graph = float(one_row(conn, _Q["hnsw_rows"], {"name": hnsw_index(dim, search.kind)})["n"])
         return scope >= max(_HNSW_MIN_SCOPE, _HNSW_MIN_SHARE * graph)
 
 

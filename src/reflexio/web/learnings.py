@@ -16,12 +16,11 @@ from starlette.routing import Route
 
 from reflexio.errors import BadRequestError, NotFoundError
 from reflexio.filters import ACTIVE_STATUSES
-from reflexio.learn.review import state_of
 from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.service import browse
-from reflexio.service.overview import learning_impacts
 from reflexio.web.diffs import changed_fields
 from reflexio.web.filters import Filters, page_number
+from reflexio.web.review import card_context
 from reflexio.web.routing import Ask, page
 
 __all__ = ["ROUTES", "STATUS_CHOICES"]
@@ -94,21 +93,13 @@ def _learning(ask: Ask) -> Response:
     row = browse.find_learning(ask.core, ask.org_id, kind, ask.arg("learning_id"))
     story = browse.learning_story(ask.core, ask.org_id, row)
     history = [(event, changed_fields(event.before, event.after, _TEXT_FIELDS)) for event in story.history]
-    agent = kind is LearningKind.AGENT_PLAYBOOK
-    state = state_of(row.approval, row.status) if agent else None
-    related = browse.related_user_playbooks(ask.core, ask.org_id, row) if agent else None
-    impacts, judged = learning_impacts(ask.core, ask.org_id)
-    impact = next((t for t in impacts if (t.kind, t.learning_id) == (kind.value, row.wire_id)), None)
+    card = card_context(ask, row)
     return ask.render(
         "learning.html",
-        row=row,
         story=story,
         history=history,
-        state=state,
-        related=related,
-        impact=impact,
-        judged=judged,
-        open_evidence=True,
+        **card,
+        open_evidence=card["ev"].recorded,
     )
 
 

@@ -1,5 +1,13 @@
 """The review queue: agent playbooks waiting for a human, and every decision a reviewer makes.
 
+The queue's tabs are what waits for a person: pending agent playbooks (new ones and pending
+revisions of approved ones, a revision shown as a diff against the text it would replace),
+learnings reflection suspended or retired because they hurt (with the reason and the numbers
+it acted on, and a restore), and the approved and rejected ones for a second look. Each card
+shows the evidence recorded when it was proposed (``service.review_evidence``): the user
+playbooks aggregation generalised, the interactions they came from, how many users, and its
+impact in production so far.
+
 Each decision goes through ``service.review`` with the state the reviewer saw (``expected``),
 so a playbook another reviewer decided meanwhile is a 409 that names its new state instead of
 a silent overwrite. Single decisions are htmx posts that swap the card in place; bulk
@@ -8,25 +16,41 @@ decisions post the selected ids and report what happened to each.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from starlette.responses import Response
 from starlette.routing import Route
 
 from reflexio.errors import BadRequestError, ConflictError, ReflexioError
-from reflexio.learn.review import Action, ReviewState
-from reflexio.records import Approval, LearningKind, LearningStatus
-from reflexio.service import browse
+from reflexio.learn.review import Action, ReviewState, state_of
+from reflexio.models import RevertReflectionActionRequest
+from reflexio.records import Approval, Learning, LearningKind, LearningStatus
+from reflexio.service import browse, reflection
 from reflexio.service.review import current_state, require_reviewer, review
+from reflexio.service.review_evidence import Evidence, evidence_for
 from reflexio.web.filters import Filters, page_number
 from reflexio.web.routing import Ask, Handler, action, page, redirect
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "Card", "card_context"]
 
 _AGENT = (LearningKind.AGENT_PLAYBOOK,)
-#: The queue's tabs: which review states each shows.
-_TABS = {
-    "pending": (Approval.PENDING,),
-    "approved": (Approval.APPROVED,),
-    "rejected": (Approval.REJECTED,),
+_LIVE = (LearningStatus.CURRENT, LearningStatus.PENDING)
+#: The queue's tabs: (kinds, lifecycle statuses, approvals) each shows. Reflection suspends
+#: and retires learnings of every kind; approval is a question for agent playbooks only.
+_TABS: dict[str, tuple[tuple[LearningKind, ...], tuple[LearningStatus, ...], tuple[Approval, ...] | None]] = {
+    "pending": (_AGENT, _LIVE, (Approval.PENDING,)),
+    "suspended": ((), (LearningStatus.SUSPENDED,), None),
+    "retired": ((), (LearningStatus.RETIRED,), None),
+    "approved": (_AGENT, _LIVE, (Approval.APPROVED,)),
+    "rejected": (_AGENT, _LIVE, (Approval.REJECTED,)),
+}
+#: What an empty tab says: where its learnings come from.
+_EMPTY = {
+    "pending": "Agent playbooks appear here when aggregation generalises user playbooks from several "
+    "users (or proposes a revision of an approved one), or when one is added through the API.",
+    "suspended": "Reflection suspends a learning here when the sessions it was served in show it hurts "
+    "and the org requires approval; its rewrites wait here too.",
+    "retired": "Reflection retires a learning that hurts, with its reason; restore one to serve it again.",
 }
 _PER_PAGE = 25
 _NOTE_LIMIT = 2_000
@@ -38,11 +62,12 @@ def _queue(ask: Ask) -> Response:
     tab = filters.status or "pending"
     if tab not in _TABS:
         raise BadRequestError(f"status must be one of {', '.join(_TABS)}")
+    kinds, statuses, approvals = _TABS[tab]
     query = browse.LearningQuery(
-        kinds=_AGENT,
+        kinds=kinds,
         text=filters.q,
-        statuses=(LearningStatus.CURRENT, LearningStatus.PENDING),
-        approvals=_TABS[tab],
+        statuses=statuses,
+        approvals=approvals,
         agent_version=filters.agent_version or None,
         tag=filters.tag or None,
         created_after=filters.created_after,
@@ -54,26 +79,43 @@ def _queue(ask: Ask) -> Response:
         name: browse.count_learnings(
             ask.core,
             ask.org_id,
-            browse.LearningQuery(
-                kinds=_AGENT, statuses=query.statuses, approvals=approvals, agent_version=query.agent_version
-            ),
+            browse.LearningQuery(kinds=k, statuses=st, approvals=ap, agent_version=query.agent_version),
         )
-        for name, approvals in _TABS.items()
+        for name, (k, st, ap) in _TABS.items()
     }
     return ask.render(
         "review.html",
         filters=filters,
         tab=tab,
         listing=listing,
+        evidence=evidence_for(ask.core, ask.org_id, [row for row, _ in listing.items]),
+        state_of=state_of,
+        EMPTY_TABS=_EMPTY,
         counts=counts,
         page_url=filters.pages("/ui/review"),
     )
 
 
+class Card(TypedDict):
+    """What a review card shows of a learning."""
+
+    row: Learning
+    state: ReviewState
+    ev: Evidence
+
+
+def card_context(ask: Ask, row: Learning) -> Card:
+    """A learning's review card: its state and its recorded evidence."""
+    evidence = evidence_for(ask.core, ask.org_id, [row])[row.id]
+    return Card(row=row, state=state_of(row.approval, row.status), ev=evidence)
+
+
 def _card(ask: Ask, playbook_id: int, message: str = "", *, failed: bool = False) -> Response:
     row, state = current_state(ask.core.storage, ask.org_id, playbook_id)
+    if row is None:
+        return ask.render("review_card.html", row=None, state=state, playbook_id=playbook_id, message=message)
     return ask.render(
-        "review_card.html", row=row, state=state, playbook_id=playbook_id, message=message, failed=failed
+        "review_card.html", playbook_id=playbook_id, message=message, failed=failed, **card_context(ask, row)
     )
 
 
@@ -172,12 +214,17 @@ def _diff(ask: Ask) -> Response:
     return ask.render("diff_fragment.html", fields=fields)
 
 
-def _evidence(ask: Ask) -> Response:
-    """The user playbooks an agent playbook generalises, as search finds them (htmx, on opening)."""
-    row = browse.find_learning(ask.core, ask.org_id, LearningKind.AGENT_PLAYBOOK, str(_id(ask)))
-    return ask.render(
-        "evidence_fragment.html", related=browse.related_user_playbooks(ask.core, ask.org_id, row)
-    )
+def _restore(ask: Ask) -> Response:
+    """Undo the reflection action that suspended or retired a learning: served again as before."""
+    raw = ask.arg("action_id")
+    if not raw.isdigit():
+        raise BadRequestError("a reflection action id is a number")
+    require_reviewer(ask.viewer.reviewer, "restore")
+    req = RevertReflectionActionRequest(action_id=int(raw), note=_note(ask))
+    done = reflection.revert(ask.core, ask.org_id, req, actor=ask.viewer.actor)
+    kind = LearningKind(done.action.kind)
+    back = f"/ui/learnings/{kind.value}/{done.action.learning_id}"
+    return redirect(str(ask.form.get("next") or back))
 
 
 def _bulk(ask: Ask) -> Response:
@@ -229,5 +276,5 @@ ROUTES = [
     Route("/review/{playbook_id}/delete", action(_decision(Action.DELETE, "Deleted")), methods=["POST"]),
     Route("/review/{playbook_id}/rewrite", action(_rewrite), methods=["POST"]),
     Route("/review/{playbook_id}/diff", action(_diff), methods=["POST"]),
-    Route("/review/{playbook_id}/evidence", page(_evidence)),
+    Route("/review/actions/{action_id}/restore", action(_restore), methods=["POST"]),
 ]

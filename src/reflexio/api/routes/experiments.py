@@ -39,9 +39,13 @@ def stop_retrieval_experiment(
     return experiments.stop_experiment(core, caller.org_id, body)
 
 
-@router.get("/retrieval_experiments/{experiment_id}/results", responses=documented(404))
+@router.get("/retrieval_experiments/{experiment_id:path}/results", responses=documented(404))
 def retrieval_experiment_results(
     experiment_id: str, core: CoreDep, caller: CallerDep
 ) -> RetrievalExperimentResultsResponse:
-    """Per-arm metrics and the lift with a 95 % interval clustered by user (404 unknown id)."""
+    """Per-arm metrics and the lift with a 95 % interval clustered by user (404 unknown id).
+
+    The id is a path, not a segment: an id with "/" (sent as "%2F", which the server decodes
+    before routing) still reaches its results.
+    """
     return experiments.experiment_results(core, caller.org_id, experiment_id)

@@ -25,7 +25,9 @@ __all__ = [
     "has_phrase",
     "informative",
     "is_past",
+    "overlap",
     "participle",
+    "same_stem",
     "sentences",
     "shorten",
     "swap_to_third",
@@ -98,6 +100,21 @@ def _light_stems() -> frozenset[str]:
 def informative(text: str) -> frozenset[str]:
     """Stemmed words of ``text`` that can carry a topic (stop words and light words removed)."""
     return frozenset(ranking.word_set(text) - _light_stems())
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Two stems of one word: equal, or one a prefix (4 letters or more) of the other.
+
+    The stemmer leaves "waived" as "waiv" and "waiver" as "waiver"; a reader of topics wants
+    them to meet.
+    """
+    short, long = sorted((a, b), key=len)
+    return short == long or (len(short) >= 4 and long.startswith(short))
+
+
+def overlap(stems: frozenset[str], others: frozenset[str]) -> frozenset[str]:
+    """The stems of ``stems`` that meet one of ``others`` (``same_stem``)."""
+    return frozenset(a for a in stems if a in others or any(same_stem(a, b) for b in others))
 
 
 def capitalize(text: str) -> str:

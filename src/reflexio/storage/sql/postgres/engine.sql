@@ -48,7 +48,7 @@ WHERE embed_dim = {dim} AND kind = '{kind}'
 -- The one graph per dimension that held every kind (before per-kind graphs).
 DROP INDEX IF EXISTS learnings_hnsw_{dim}
 
--- name: index_rows
+-- name: hnsw_rows
 -- How many rows an index holds, as last counted (CREATE INDEX, VACUUM, ANALYZE).
 SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = to_regclass(%(name)s)
 
@@ -112,7 +112,7 @@ embedding <#> %(vector)s::vector({dim})
 
 -- name: scope_estimate
 -- How many rows the planner expects in a scope: the vector arm walks its kind's HNSW graph
--- only for scopes that are big, absolutely and as a share of the graph (index_rows).
+-- only for scopes that are big, absolutely and as a share of the graph (hnsw_rows).
 EXPLAIN (FORMAT JSON)
 SELECT 1 FROM learnings
 WHERE org_id = %(org_id)s AND ({where}) AND embed_model = %(model)s AND embed_dim = {dim}
@@ -126,3 +126,41 @@ ts_rank(l.tsv, to_tsquery('english', %(tsquery)s))
 -- name: search_vector_score
 CASE WHEN l.embed_model = %(model)s AND l.embed_dim = {dim}
      THEN -(l.embedding::vector({dim}) <#> %(vector)s::vector({dim})) END
+
+-- The in-process search index (storage.postgres_index over storage.sqlite_search's
+-- SearchIndexes): the same queries by the same names as on SQLite.
+
+-- name: get_seq
+-- An org's index is current when it has seen learning_seq (one row, committed: the row lock
+-- bump_seq takes makes sequence order commit order).
+SELECT learning_seq, pruned_seq FROM org_state WHERE org_id = %(org_id)s
+
+-- name: changed_since
+SELECT DISTINCT learning_id FROM learning_changes WHERE org_id = %(org_id)s AND seq > %(seq)s
+
+-- name: changes_at
+SELECT c.learning_id,
+       CASE WHEN l.seq = c.seq THEN l.text_hash ELSE '' END,
+       CASE WHEN l.seq = c.seq THEN l.updated_at ELSE 0 END
+FROM learning_changes c LEFT JOIN learnings l ON l.id = c.learning_id AND l.org_id = c.org_id
+WHERE c.org_id = %(org_id)s AND c.seq = %(seq)s
+ORDER BY c.learning_id
+
+-- name: indexed_orgs
+-- The orgs with learnings (or once with them), those first whose indexes changed most.
+SELECT org_id FROM org_state ORDER BY learning_seq DESC
+
+-- name: org_rows
+-- How many learnings an org holds: what its in-process index would keep (the memory budget).
+SELECT count(*) AS n FROM learnings WHERE org_id = %(org_id)s
+
+-- name: index_order
+-- The order the search index loads an org in: each scope's rows together (see storage.index).
+SELECT id FROM learnings WHERE org_id = %(org_id)s ORDER BY kind, user_id, agent_version, id
+
+-- name: index_rows
+-- Only the columns the index keeps, read by position (sqlite_search._index_row).
+SELECT id, kind, profile_id, user_id, agent_version, playbook_name, content, "trigger", status,
+       approval, source, tags, custom_features, expires_at, request_id, created_at, updated_at,
+       embedding, embed_model
+FROM learnings WHERE org_id = %(org_id)s AND id = ANY(%(ids)s::bigint[])
