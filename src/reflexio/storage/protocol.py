@@ -463,6 +463,10 @@ class Storage(JobQueue, Protocol):
         """Revoke a key; False when it does not exist or was already revoked."""
         ...
 
+    def set_api_key_reviewer(self, key_id: int, reviewer: bool) -> bool:
+        """Let an active key review agent playbooks, or stop it; False when no such active key."""
+        ...
+
     def has_api_keys(self) -> bool:
         """Whether any active key exists (then every /api request needs one)."""
         ...

@@ -522,6 +522,10 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         with self.db.transaction() as db:
             return db.execute("revoke_api_key", {"id": key_id, "now": now()}) > 0
 
+    def set_api_key_reviewer(self, key_id: int, reviewer: bool) -> bool:
+        with self.db.transaction() as db:
+            return db.execute("set_api_key_reviewer", {"id": key_id, "reviewer": reviewer}) > 0
+
     def has_api_keys(self) -> bool:
         row = self.db.one("has_api_keys")
         return bool(row and row["present"])

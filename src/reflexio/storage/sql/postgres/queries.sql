@@ -211,6 +211,9 @@ FROM api_keys WHERE (%(org_id)s::text IS NULL OR org_id = %(org_id)s::text) ORDE
 -- name: revoke_api_key
 UPDATE api_keys SET revoked_at = %(now)s WHERE id = %(id)s AND revoked_at IS NULL
 
+-- name: set_api_key_reviewer
+UPDATE api_keys SET reviewer = %(reviewer)s WHERE id = %(id)s AND revoked_at IS NULL
+
 -- name: has_api_keys
 SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 

@@ -195,6 +195,9 @@ FROM api_keys WHERE (:org_id IS NULL OR org_id = :org_id) ORDER BY id
 -- name: revoke_api_key
 UPDATE api_keys SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL
 
+-- name: set_api_key_reviewer
+UPDATE api_keys SET reviewer = :reviewer WHERE id = :id AND revoked_at IS NULL
+
 -- name: has_api_keys
 SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 
