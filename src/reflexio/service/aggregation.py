@@ -73,7 +73,11 @@ def _aggregator(core: Core, config: Config, org_id: str, job_id: int | None, sim
     if llm is None:
         agg = aggregation_config(config)
         overlap = agg.direction_overlap_threshold if agg is not None else 0.6
-        return CentralAggregator(overlap=overlap, link_similarity=similarity + DIRECTION_MARGIN)
+        return CentralAggregator(
+            overlap=overlap,
+            link_similarity=similarity + DIRECTION_MARGIN,
+            embed=lambda texts: core.embedder.embed(texts, kind="document"),
+        )
     return LLMAggregator(
         metered(llm, core.storage, org_id, job_id), agent_context=config.agent_context_prompt or ""
     )
