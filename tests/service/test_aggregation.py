@@ -4,6 +4,7 @@ playbooks, rejections not re-proposed from the same evidence, auto-approval, and
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
@@ -136,6 +137,45 @@ def test_a_rejection_is_not_re_proposed_from_the_same_evidence(core: Core) -> No
     (fresh,) = [r for r in agent_playbooks(core) if r.id != rejected.id]
     (proposal,) = core.storage.get_proposals(ORG, [fresh.id])
     assert proposal.follows_rejection_id == rejected.id
+
+
+def set_similarity(core: Core, similarity: float | None) -> None:
+    config = core.org_config(ORG)
+    assert config.user_playbook_extractor_config is not None
+    config.user_playbook_extractor_config.aggregation_config.clustering_similarity = similarity
+    core.storage.put_org_config(ORG, config.model_dump(mode="json"))
+
+
+def test_a_changed_threshold_or_embedder_regroups_the_scope_without_being_asked(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    assert run(core).playbooks_generated == 1
+    (first,) = core.storage.list_clusters(ORG, VERSION, "playbook")
+    assert first.basis == aggregation.basis_of(core.embedder.name, first_similarity(core))
+    set_similarity(core, 0.999)  # no two wordings are this close: every member alone
+    split = run(core)
+    assert split.clusters_found == 3 and split.below_gate == 3
+    assert agent_playbooks(core) == []  # its evidence no longer holds together: not served
+    (log, _) = core.storage.list_change_logs(ORG, VERSION, "playbook", limit=5)
+    assert log.run_mode == "full_archive"
+    bases = {c.basis for c in core.storage.list_clusters(ORG, VERSION, "playbook")}
+    assert bases == {aggregation.basis_of(core.embedder.name, 0.999)}
+    again = run(core)  # the basis is written: the next run costs nothing again
+    assert again.clusters_unchanged == 3 and again.clusters_changed == 0
+    set_similarity(core, None)
+    assert run(core).playbooks_generated == 1  # back to the default threshold: regrouped again
+    # another embedder: its basis differs, so the stored clusters are not trusted either
+    clusters = core.storage.list_clusters(ORG, VERSION, "playbook")
+    stale = [replace(c, basis="another-model similarity 0.4500") for c in clusters]
+    core.storage.save_clusters(ORG, VERSION, "playbook", stale)
+    assert run(core).clusters_found == 1
+    assert {c.basis for c in core.storage.list_clusters(ORG, VERSION, "playbook")} == {first.basis}
+
+
+def first_similarity(core: Core) -> float:
+    from reflexio.learn.cluster import default_similarity
+
+    return default_similarity(core.embedder.name)
 
 
 def test_auto_approval_unless_approval_is_required(core: Core) -> None:

@@ -23,18 +23,22 @@ def cluster(members: tuple[int, ...], org: str = "o1", **fields: object) -> Clus
 
 def test_clusters_round_trip_and_keep_their_ids(storage: Storage) -> None:
     saved = storage.save_clusters(
-        "o1", "v1", "playbook", [cluster((1, 2)), cluster((3,), agent_playbook_id=9)]
+        "o1",
+        "v1",
+        "playbook",
+        [cluster((1, 2), basis="m similarity 0.4500"), cluster((3,), agent_playbook_id=9)],
     )
     assert [c.id > 0 for c in saved] == [True, True]
     assert storage.list_clusters("o1", "v1", "playbook") == saved
     first = saved[0]
     changed = storage.save_clusters(
-        "o1", "v1", "playbook", [replace(first, member_ids=(1, 2, 5), decided_fingerprint="x")]
+        "o1", "v1", "playbook", [replace(first, member_ids=(1, 2, 5), decided_fingerprint="x", basis="n")]
     )
     assert changed[0].id == first.id
     stored = {c.id: c for c in storage.list_clusters("o1", "v1", "playbook")}
     assert stored[first.id].member_ids == (1, 2, 5)
-    assert stored[first.id].decided_fingerprint == "x"
+    assert stored[first.id].decided_fingerprint == "x" and stored[first.id].basis == "n"
+    assert saved[0].basis == "m similarity 0.4500" and stored[saved[1].id].basis is None
     assert stored[saved[1].id].agent_playbook_id == 9 and stored[saved[1].id].revision_id is None
 
 

@@ -443,6 +443,7 @@ def cluster_params(c: ClusterRecord, updated_at: float) -> dict[str, Any]:
         "decided_fingerprint": c.decided_fingerprint,
         "agent_playbook_id": c.agent_playbook_id,
         "revision_id": c.revision_id,
+        "basis": c.basis,
         "updated_at": updated_at,
     }
 
@@ -459,6 +460,7 @@ def cluster_from(r: Mapping[str, Any]) -> ClusterRecord:
         decided_fingerprint=r["decided_fingerprint"],
         agent_playbook_id=_int_or_none(r["agent_playbook_id"]),
         revision_id=_int_or_none(r["revision_id"]),
+        basis=r["basis"],
         updated_at=float(r["updated_at"]),
     )
 

@@ -482,17 +482,17 @@ ORDER BY id
 -- name: insert_cluster
 INSERT INTO aggregation_clusters (
     org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
-    agent_playbook_id, revision_id, updated_at
+    agent_playbook_id, revision_id, basis, updated_at
 ) VALUES (
     %(org_id)s, %(agent_version)s, %(playbook_name)s, %(member_ids)s, %(fingerprint)s,
-    %(decided_fingerprint)s, %(agent_playbook_id)s, %(revision_id)s, %(updated_at)s
+    %(decided_fingerprint)s, %(agent_playbook_id)s, %(revision_id)s, %(basis)s, %(updated_at)s
 )
 RETURNING id
 
 -- name: update_cluster
 UPDATE aggregation_clusters SET member_ids = %(member_ids)s, fingerprint = %(fingerprint)s,
     decided_fingerprint = %(decided_fingerprint)s, agent_playbook_id = %(agent_playbook_id)s,
-    revision_id = %(revision_id)s, updated_at = %(updated_at)s
+    revision_id = %(revision_id)s, basis = %(basis)s, updated_at = %(updated_at)s
 WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
   AND playbook_name = %(playbook_name)s AND id = %(id)s
 

@@ -460,17 +460,17 @@ ORDER BY id
 -- name: insert_cluster
 INSERT INTO aggregation_clusters (
     org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
-    agent_playbook_id, revision_id, updated_at
+    agent_playbook_id, revision_id, basis, updated_at
 ) VALUES (
     :org_id, :agent_version, :playbook_name, :member_ids, :fingerprint, :decided_fingerprint,
-    :agent_playbook_id, :revision_id, :updated_at
+    :agent_playbook_id, :revision_id, :basis, :updated_at
 )
 RETURNING id
 
 -- name: update_cluster
 UPDATE aggregation_clusters SET member_ids = :member_ids, fingerprint = :fingerprint,
     decided_fingerprint = :decided_fingerprint, agent_playbook_id = :agent_playbook_id,
-    revision_id = :revision_id, updated_at = :updated_at
+    revision_id = :revision_id, basis = :basis, updated_at = :updated_at
 WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
   AND id = :id
 
