@@ -10,14 +10,19 @@ from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
 from reflexio.learn.review import Action
-from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
+from reflexio.models import (
+    ClearUserDataRequest,
+    FinalizeSessionRequest,
+    InteractionData,
+    PublishUserInteractionRequest,
+)
 from reflexio.models.api_aggregation import (
     GetLearningProvenanceRequest,
     PlaybookAggregationOperationRequest,
     PlaybookAggregationResult,
 )
 from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
-from reflexio.service import aggregation, provenance
+from reflexio.service import aggregation, provenance, users
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.review import review
@@ -176,6 +181,24 @@ def first_similarity(core: Core) -> float:
     from reflexio.learn.cluster import default_similarity
 
     return default_similarity(core.embedder.name)
+
+
+def test_a_cleared_user_no_longer_stands_behind_an_agent_playbook(core: Core) -> None:
+    ids = [teach(core, f"u{n}", text) for n, text in enumerate(REFUND[:3])]
+    run(core)
+    (playbook,) = agent_playbooks(core)
+    users.clear_user_data(core, ORG, ClearUserDataRequest(user_id="u0"))
+    (proposal,) = core.storage.get_proposals(ORG, [playbook.id])
+    assert proposal.user_ids == ("u1", "u2") and set(proposal.member_ids) == set(ids[1:])
+    (queued,) = core.storage.list_jobs(ORG, task=AGGREGATE, statuses=[JobStatus.QUEUED])
+    assert queued.key == aggregation_key(VERSION, "playbook")
+    chain = provenance.get_learning_provenance(
+        core, ORG, GetLearningProvenanceRequest(kind="agent_playbook", id=str(playbook.id))
+    )
+    assert "u0" not in chain.model_dump_json()
+    users.clear_user_data(core, ORG, ClearUserDataRequest(user_id="u1"))
+    result = run(core)  # one user is left: one person's preference is no rule for everyone
+    assert result.below_gate == 1 and agent_playbooks(core) == []
 
 
 def test_auto_approval_unless_approval_is_required(core: Core) -> None:

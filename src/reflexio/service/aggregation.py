@@ -215,7 +215,7 @@ def submit(core: Core, org_id: str, req: PlaybookAggregationOperationRequest) ->
     job = aggregation_job(
         org_id, req.agent_version, req.playbook_name, delay=0.0, full=req.full, request_id=req.request_id
     )
-    (queued,) = core.storage.enqueue_jobs([job], debounce=True)
+    (queued,) = core.storage.enqueue_jobs([job], sooner=True)
     return operation_of(queued)
 
 
