@@ -15,6 +15,8 @@ from reflexio.models import (
     FinalizeSessionRequest,
     InteractionData,
     PublishUserInteractionRequest,
+    SearchAgentPlaybookRequest,
+    UnifiedSearchRequest,
 )
 from reflexio.models.api_aggregation import (
     GetLearningProvenanceRequest,
@@ -22,7 +24,7 @@ from reflexio.models.api_aggregation import (
     PlaybookAggregationResult,
 )
 from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
-from reflexio.service import aggregation, provenance, users
+from reflexio.service import aggregation, provenance, search, users
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.review import review
@@ -262,6 +264,45 @@ def test_learning_queues_a_debounced_aggregation_unless_the_publish_skips_it(cor
     (job,) = core.storage.list_jobs(ORG, task=AGGREGATE)
     assert job.key == aggregation_key(VERSION, "playbook") and job.status is JobStatus.QUEUED
     assert job.run_at > time.time()  # debounced: a burst of changes is one run
+
+
+def served(core: Core, query: str = "the customer wants a refund", **kw: object) -> list[int]:
+    req = UnifiedSearchRequest(query=query, agent_version=VERSION, threshold=0.0, **kw)
+    return [int(p.agent_playbook_id) for p in search.search(core, ORG, req).agent_playbooks]
+
+
+def test_a_pending_revision_is_not_served_while_the_version_it_revises_is_approved(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    (approved,) = agent_playbooks(core)
+    review(core, ORG, approved.id, Action.APPROVE, actor="local")
+    teach(core, "u3", REFUND[3])
+    teach(core, "u4", REFUND[4])
+    run(core)
+    (revision,) = [r for r in agent_playbooks(core) if r.id != approved.id]
+    assert served(core) == [approved.id]  # one version of the rule: the reviewed one
+    by_kind = search.search_agent_playbooks(
+        core, ORG, SearchAgentPlaybookRequest(query="refund", agent_version=VERSION, threshold=0.0)
+    )
+    assert [int(p.agent_playbook_id) for p in by_kind.agent_playbooks] == [approved.id]
+    assert served(core, agent_playbook_status_filter=["pending"]) == [revision.id]  # a reviewer's preview
+    review(core, ORG, revision.id, Action.APPROVE, actor="local")
+    assert served(core) == [revision.id]
+
+
+def test_a_revision_of_a_rejected_playbook_is_served_as_any_pending_one(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    (approved,) = agent_playbooks(core)
+    review(core, ORG, approved.id, Action.APPROVE, actor="local")
+    teach(core, "u3", REFUND[3])
+    teach(core, "u4", REFUND[4])
+    run(core)
+    (revision,) = [r for r in agent_playbooks(core) if r.id != approved.id]
+    review(core, ORG, approved.id, Action.REJECT, actor="local", note="the old wording misleads")
+    assert served(core) == [revision.id]
 
 
 def test_provenance_and_review_queue_of_a_revision(core: Core) -> None:
