@@ -271,7 +271,8 @@ def served(core: Core, query: str = "the customer wants a refund", **kw: object)
     return [int(p.agent_playbook_id) for p in search.search(core, ORG, req).agent_playbooks]
 
 
-def test_a_pending_revision_is_not_served_while_the_version_it_revises_is_approved(core: Core) -> None:
+def approved_and_revision(core: Core) -> tuple[Learning, Learning]:
+    """An approved agent playbook of three users, and the pending revision two more users cause."""
     for n, text in enumerate(REFUND[:3]):
         teach(core, f"u{n}", text)
     run(core)
@@ -281,6 +282,11 @@ def test_a_pending_revision_is_not_served_while_the_version_it_revises_is_approv
     teach(core, "u4", REFUND[4])
     run(core)
     (revision,) = [r for r in agent_playbooks(core) if r.id != approved.id]
+    return approved, revision
+
+
+def test_a_pending_revision_is_not_served_while_the_version_it_revises_is_approved(core: Core) -> None:
+    approved, revision = approved_and_revision(core)
     assert served(core) == [approved.id]  # one version of the rule: the reviewed one
     by_kind = search.search_agent_playbooks(
         core, ORG, SearchAgentPlaybookRequest(query="refund", agent_version=VERSION, threshold=0.0)
@@ -292,15 +298,7 @@ def test_a_pending_revision_is_not_served_while_the_version_it_revises_is_approv
 
 
 def test_a_revision_of_a_rejected_playbook_is_served_as_any_pending_one(core: Core) -> None:
-    for n, text in enumerate(REFUND[:3]):
-        teach(core, f"u{n}", text)
-    run(core)
-    (approved,) = agent_playbooks(core)
-    review(core, ORG, approved.id, Action.APPROVE, actor="local")
-    teach(core, "u3", REFUND[3])
-    teach(core, "u4", REFUND[4])
-    run(core)
-    (revision,) = [r for r in agent_playbooks(core) if r.id != approved.id]
+    approved, revision = approved_and_revision(core)
     review(core, ORG, approved.id, Action.REJECT, actor="local", note="the old wording misleads")
     assert served(core) == [revision.id]
 
