@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import subprocess
 import sys
@@ -657,6 +658,8 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
         "commit": commit.stdout.strip() or None,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
         "date": time.strftime("%Y-%m-%d"),
     }
 
