@@ -179,6 +179,7 @@ def scale(
     # the service's offline aggregator: paraphrases linked by vector, instructions embedded
     # alone when words and stored vectors leave a cluster in several directions
     aggregator = CentralAggregator(link_similarity=similarity + DIRECTION_MARGIN, embed=embed)
+    embedder.embed(["warm-up"], kind="document")  # a server loads its model at start, not per run
     started = time.perf_counter()
     clusters, verdicts, drafts, timings = aggregate_all(
         rows, base, [], {}, similarity, method, full=True, aggregator=aggregator
