@@ -472,10 +472,12 @@ class Storage(JobQueue, Protocol):
         ...
 
     # -- jobs -------------------------------------------------------------------------------
-    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False, sooner: bool = False) -> list[Job]:
         """Queue jobs. A job whose (org, task, key) is already queued is not duplicated:
         the queued one is returned, and with ``debounce`` its run time and payload move to
-        the new job's (the session-idle timer).
+        the new job's (the session-idle timer); with ``sooner`` its run time moves to the new
+        job's when that is earlier (an on-demand run joining a debounced one), and its payload
+        to the new job's.
         """
         ...
 

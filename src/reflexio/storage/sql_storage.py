@@ -490,6 +490,11 @@ class SqlStorage(ReflectTables, SqlJobQueue):
             if doomed:
                 ids = db.dialect.bind_list([row.id for row in doomed])
                 db.execute("clear_user_reflection_actions", {"org_id": org_id, "ids": ids})
+            # agent playbooks stay (they are everyone's), but no longer name the user as evidence
+            gone = {row.id for row in doomed}
+            for found in db.all("user_proposals", who):
+                kept = rows.without_user(rows.proposal_from(found), user_id, gone)
+                db.execute("update_proposal_evidence", rows.proposal_evidence_params(kept))
             self._delete_rows(db, seq, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
             for table in ("events", "stream_events", "evaluations", "bookmarks", "outcomes"):
