@@ -113,7 +113,7 @@ class Settings:
             job_lease_seconds=read_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=read_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
-            search_index_mb=_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
+            search_index_mb=read_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
             otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
             otel_service_name=(
                 env.get("REFLEXIO_OTEL_SERVICE_NAME") or env.get("OTEL_SERVICE_NAME") or "reflexio"
