@@ -38,6 +38,7 @@ from reflexio.embed import Embedder, open_embedder
 from reflexio.learn.aggregate import CentralAggregator, Draft, Evidence
 from reflexio.learn.cluster import Cluster, Member, Method, default_similarity, regroup
 from reflexio.learn.generalize import Policy, Stored, Verdict, plan
+from reflexio.service.aggregation import DIRECTION_MARGIN
 
 RESULTS = Path(__file__).parent / "results" / "aggregate.json"
 CACHE = Path(__file__).parent.parent / ".tmp" / "bench-aggregate"
@@ -132,6 +133,7 @@ def aggregate_all(
     method: Method,
     *,
     full: bool,
+    aggregator: CentralAggregator,
 ) -> tuple[list[Cluster], dict[Verdict, int], list[Draft], dict[str, float]]:
     """One aggregation run as the service does it, minus storage: regroup, plan, draft."""
     timings: dict[str, float] = {}
@@ -148,7 +150,6 @@ def aggregate_all(
         r.id: Evidence(r.id, r.user_id, r.content, r.trigger, vector=v)
         for r, v in zip(rows, vectors, strict=True)
     }
-    aggregator = CentralAggregator()
     drafts = []
     for work in works:
         if work.verdict.needs_text:
@@ -169,14 +170,34 @@ def scale(
     newcomer = Row(len(rows) + 1, extra.label, "newcomer", extra.trigger, extra.content)
     vectors = vectors_of([*rows, newcomer], embedder)
     base, new_vector = vectors[:-1], vectors[-1:]
+    embedded: list[int] = []
+
+    def embed(texts: Sequence[str]) -> Any:
+        embedded.append(len(texts))
+        return embedder.embed(texts, kind="document")
+
+    # the service's offline aggregator: paraphrases linked by vector, instructions embedded
+    # alone when words and stored vectors leave a cluster in several directions
+    aggregator = CentralAggregator(link_similarity=similarity + DIRECTION_MARGIN, embed=embed)
+    embedder.embed(["warm-up"], kind="document")  # a server loads its model at start, not per run
     started = time.perf_counter()
-    clusters, verdicts, drafts, timings = aggregate_all(rows, base, [], {}, similarity, method, full=True)
+    clusters, verdicts, drafts, timings = aggregate_all(
+        rows, base, [], {}, similarity, method, full=True, aggregator=aggregator
+    )
+    full_embedded, embedded[:] = sum(embedded), []
     full_seconds = time.perf_counter() - started
     keyed = [Cluster(n, c.member_ids) for n, c in enumerate(clusters, 1)]
     stored = {c.key: Stored(c.key, aggregated=c.fingerprint) for c in keyed}
     started = time.perf_counter()
     _, inc_verdicts, inc_drafts, inc_timings = aggregate_all(
-        [*rows, newcomer], np.concatenate([base, new_vector]), keyed, stored, similarity, method, full=False
+        [*rows, newcomer],
+        np.concatenate([base, new_vector]),
+        keyed,
+        stored,
+        similarity,
+        method,
+        full=False,
+        aggregator=aggregator,
     )
     inc_seconds = time.perf_counter() - started
     aggregated = sum(n for v, n in inc_verdicts.items() if v.needs_text)
@@ -187,6 +208,7 @@ def scale(
             **{k: round(v, 3) for k, v in timings.items()},
             "clusters": len(clusters),
             "agent_playbooks": len(drafts),
+            "instructions_embedded": full_embedded,
             "verdicts": {v.value: n for v, n in sorted(verdicts.items())},
             **quality(rows, clusters),
         },
@@ -195,6 +217,7 @@ def scale(
             **{k: round(v, 3) for k, v in inc_timings.items()},
             "clusters_changed": sum(n for v, n in inc_verdicts.items() if v is not Verdict.UNCHANGED),
             "aggregator_calls": aggregated,
+            "instructions_embedded": sum(embedded),
             "aggregator_calls_for_unchanged_clusters": 0 if aggregated <= 1 else aggregated - 1,
             "verdicts": {v.value: n for v, n in sorted(inc_verdicts.items())},
             "drafts": len(inc_drafts),

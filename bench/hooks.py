@@ -14,10 +14,13 @@ install`` writes:
 
 and, interleaved with them, where the prompt hook's time goes:
 
-* ``python``: ``python -I -c pass``, the interpreter starting;
-* ``imports``: the interpreter importing the hook's module and everything it needs;
+* ``python``: ``python -I -S -c pass``, the interpreter starting as the hooks start it;
+* ``imports``: that interpreter importing the hook's module and everything it needs;
 * ``search``: the server answering the hook's own search request (the same body, sent from
-  this process over a kept-alive connection: the server's share of the prompt hook).
+  this process over a kept-alive connection: the server's share of the prompt hook);
+* with ``--baseline SRC`` (a ``src`` folder of an earlier commit, e.g. from ``git archive``):
+  ``prompt-baseline``, that commit's prompt hook run as it was installed then
+  (``python -I -m reflexio.integrations.claude_code prompt``), for a before/after in one run.
 
 Rounds alternate the commands, so a noisy neighbour slows them alike.
 """
@@ -28,6 +31,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -41,6 +45,7 @@ from bench.ingest import machine, percentiles
 from reflexio import ReflexioClient
 from reflexio.api.server import in_background
 from reflexio.config import Settings
+from reflexio.integrations.claude_code.install import HOOK_SCRIPT, hook_command
 from reflexio.service.core import open_core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,19 +117,28 @@ def search(server: httpx.Client, body: dict[str, Any]) -> tuple[float, float]:
     return (time.perf_counter() - started) * 1000, (time.process_time() - cpu_started) * 1000
 
 
-def measure(url: str, home: Path, runs: int) -> dict[str, Any]:
+def baseline_command(src: Path) -> list[str]:
+    """An earlier commit's prompt hook from its ``src`` folder, as ``python -I -m`` ran it then."""
+    code = (
+        f"import runpy, sys; sys.path.insert(0, {str(src)!r}); sys.argv[1:] = ['prompt']; "
+        "runpy.run_module('reflexio.integrations.claude_code', run_name='__main__')"
+    )
+    return [sys.executable, "-I", "-c", code]
+
+
+def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> dict[str, Any]:
     """Interleaved rounds of the prompt hook, the stop hook and the bare interpreter."""
     transcript = home / "session.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REFLEXIO_")}
     env |= {"REFLEXIO_URL": url, "REFLEXIO_HOME": str(home / ".reflexio"), "REFLEXIO_USER_ID": USER}
-    hook = [sys.executable, "-I", "-m", "reflexio.integrations.claude_code"]
     prompt = (DATA / "user-prompt-submit.json").read_text().replace("TRANSCRIPT", str(transcript))
     stop = (DATA / "stop.json").read_text().replace("TRANSCRIPT", str(transcript))
     turn = (DATA / "transcript-1.jsonl").read_text()
-    names = ("prompt", "stop", "python", "imports", "search")
+    names = ("prompt", "stop", "python", "imports", "search", *(("prompt-baseline",) if baseline else ()))
     timings: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
-    imports = "import reflexio.integrations.claude_code.hooks"
+    package_root = str(Path(HOOK_SCRIPT).parents[3])
+    imports = f"import sys; sys.path.append({package_root!r}); import reflexio.integrations.claude_code.hooks"
     body = {
         "query": json.loads(prompt)["prompt"],
         "user_id": USER,
@@ -137,11 +151,16 @@ def measure(url: str, home: Path, runs: int) -> dict[str, Any]:
         with transcript.open("a") as handle:  # one more turn per round, as a session grows
             handle.write(turn)
         rounds = {  # a new session per prompt, so session dedup never empties the block
-            "prompt": ([*hook, "prompt"], prompt.replace("cc-session-1", f"bench-{i}")),
-            "stop": ([*hook, "stop"], stop),
-            "python": ([sys.executable, "-I", "-c", "pass"], ""),
-            "imports": ([sys.executable, "-I", "-c", imports], ""),
+            "prompt": (shlex.split(hook_command("prompt")), prompt.replace("cc-session-1", f"bench-{i}")),
+            "stop": (shlex.split(hook_command("stop")), stop),
+            "python": ([sys.executable, "-I", "-S", "-c", "pass"], ""),
+            "imports": ([sys.executable, "-I", "-S", "-c", imports], ""),
         }
+        if baseline is not None:
+            rounds["prompt-baseline"] = (
+                baseline_command(baseline),
+                prompt.replace("cc-session-1", f"base-{i}"),
+            )
         measured = {name: run(command, stdin, env) for name, (command, stdin) in rounds.items()}
         measured["search"] = search(server, {**body, "session_id": f"bench-search-{i}"})
         if i >= 5:  # warm-up rounds are not counted
@@ -164,6 +183,9 @@ def main() -> None:
     parser.add_argument(
         "--embedder", default="", help="REFLEXIO_EMBEDDER for the server (default: its default)"
     )
+    parser.add_argument(
+        "--baseline", type=Path, help="an earlier commit's src folder, to run its prompt hook interleaved"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
@@ -179,13 +201,14 @@ def main() -> None:
         embedder = core.embedder.name
         with in_background(core) as url:
             seed(url, args.learnings)
-            results = measure(url, home, args.runs)
+            results = measure(url, home, args.runs, args.baseline)
     report = {
         "benchmark": "claude-code-hooks",
         "machine": machine(),
         "embedder": embedder,
         "learnings": args.learnings + len(TOPICS),
         "goal": "prompt hook p95 <= 50 ms",
+        "baseline": str(args.baseline) if args.baseline else None,
         "note": (
             "ms: wall time; ms.cpu: CPU time (a child's user+system; for search, the server "
             "process's). On an idle machine a prompt's wall time approaches cpu.prompt + cpu.search."

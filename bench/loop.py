@@ -678,6 +678,8 @@ def _meta(args: argparse.Namespace, seconds: float) -> dict[str, Any]:
         "commit": commit.stdout.strip() or None,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
         "date": time.strftime("%Y-%m-%d"),
         # A shared machine slows the run (``seconds``), not its metrics: they are counts.
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],

@@ -2,7 +2,8 @@
 
 A real API server on a free loopback port (a temporary SQLite file, the bundled embedder, and
 in-process job workers), driven over the socket by the SDK exactly as an agent would. With
-``--extractor llm`` the org's LLM is ``reflexio.testing.rules_script()``, a ScriptedLLM placed
+``--extractor llm`` the org's LLM is ``reflexio.testing.rules_script()`` (reading paraphrases
+with the server's embedder, as a model would), a ScriptedLLM placed
 through the same seam a configured provider uses, so calls and tokens are accounted for real.
 """
 
@@ -45,7 +46,7 @@ def local_server(extractor: str) -> Iterator[tuple[str, Callable[[], dict[str, i
             }
         )
         core = open_core(settings)
-        script = rules_script() if extractor == "llm" else None
+        script = rules_script(core.embedder) if extractor == "llm" else None
         core.llm = script
 
         def usage() -> dict[str, int]:

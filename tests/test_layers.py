@@ -1,8 +1,9 @@
 """Dependencies point one way (HOUSE_STYLE), and no module waits on itself.
 
-Layers, bottom up: the prompt text rules (standard library only, under the models that wrap
-them); models, errors, config and the domain records; telemetry (the OpenTelemetry API); the
-filters and the pure ranking math; llm and embed; storage (which owns vectors, so it uses
+Layers, bottom up: the prompt text rules and config's environment readers (standard library
+only, under the models that wrap them and the config that builds on them); models, errors,
+config and the domain records; telemetry (the OpenTelemetry API); the filters and the pure
+ranking math; llm and embed; storage (which owns vectors, so it uses
 embed); jobs; learn (whose extraction driver runs inside a job); service; api and cli on top.
 The client depends only on models, errors and config. Only cli reaches into api (to serve).
 
@@ -21,8 +22,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "reflexio"
 LAYER = {
-    "prompt_text": -1, "models": 0, "errors": 0, "config": 0, "records": 0, "telemetry": 1, "ranking": 1,
-    "client": 1, "filters": 2, "llm": 2, "embed": 2, "storage": 3, "jobs": 4, "learn": 5, "service": 6,
+    "prompt_text": -1, "environment": -1, "models": 0, "errors": 0, "config": 0, "records": 0,
+    "telemetry": 1, "ranking": 1, "client": 1, "filters": 2, "llm": 2, "embed": 2, "storage": 3, "jobs": 4,
+    "learn": 5, "service": 6,
     "testing": 7, "api": 8, "integrations": 8, "web": 8, "cli": 9,
 }  # fmt: skip
 CLIENT_MAY_USE = {"models", "errors", "config", "client"}

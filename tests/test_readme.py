@@ -132,7 +132,8 @@ def test_mcp_example(mcp_server_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_claude_code_example(tmp_path: Path) -> None:
+def test_claude_code_example(mcp_server_url: str, tmp_path: Path) -> None:
+    """The install line as written, then the prompt hook it wrote, run as Claude Code runs it."""
     line = block("Use it from Claude Code", "bash").split("#", 1)[0].strip()
     args = shlex.split(line)
     done = subprocess.run(
@@ -145,6 +146,24 @@ def test_claude_code_example(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     hooks = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
     assert set(hooks) == {"UserPromptSubmit", "Stop", "SessionEnd"}
+    command = hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    payload = {
+        "session_id": "cc-readme",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "Recommend a laptop",
+    }
+    env = env_for(tmp_path, REFLEXIO_URL=mcp_server_url, REFLEXIO_USER_ID="user_123")
+    hook = subprocess.run(
+        ["bash", "-c", command],
+        input=json.dumps(payload),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hook.returncode == 0, hook.stderr
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Only uses Linux laptops" in context
 
 
 @pytest.mark.slow

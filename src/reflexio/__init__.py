@@ -24,12 +24,12 @@ that are imported on demand.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
 from reflexio._version import __version__
 
+TYPE_CHECKING = False  # not ``typing``'s: importing ``typing`` costs the Claude Code hooks start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from reflexio.client import (
         AsyncReflexioClient,
         ReflexioClient,
@@ -140,6 +140,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'reflexio' has no attribute {name!r}")
+    from importlib import import_module
+
     value = getattr(import_module(home), name)
     globals()[name] = value  # later lookups skip this function
     return value

@@ -1,9 +1,11 @@
-"""Settings: the only module that reads the environment.
+"""Settings: with its core ``reflexio.environment``, the only module that reads the environment.
 
 Everything else receives values from a ``Settings`` (server side) or a ``ClientSettings``
 (SDK side) built once at start-up, so behaviour never depends on when a variable was read.
 Per-organisation behaviour (extractors, windows, thresholds, LLM models) is not here: it lives
-in the org ``Config`` stored with the data (``reflexio.models.org_config``).
+in the org ``Config`` stored with the data (``reflexio.models.org_config``). The typed readers
+and the Claude Code hooks' settings live in ``reflexio.environment`` (standard library ``os``
+only, for the hooks' start-up time) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
+
+from reflexio.environment import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ClaudeCodeSettings,
+    read_bool,
+    read_float,
+    read_int,
+    reflexio_home,
+    server_key,
+    server_url,
+)
 
 __all__ = [
     "DEFAULT_HOST",
@@ -30,27 +44,7 @@ __all__ = [
     "load_litellm",
 ]
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8081
 DEFAULT_ORG_ID = "self-host-org"
-
-
-def _home(environ: Mapping[str, str]) -> Path:
-    explicit = environ.get("REFLEXIO_HOME")
-    if explicit:
-        return Path(explicit).expanduser()
-    home = environ.get("HOME") or str(Path.home())
-    return Path(home) / ".reflexio"
-
-
-def _int(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
 #: The built-in plans (``models.plans.BUILTIN_PLANS`` holds their limits).
@@ -62,23 +56,6 @@ def _plan_name(environ: Mapping[str, str]) -> str:
     if raw not in PLAN_NAMES:
         raise ValueError(f"REFLEXIO_DEFAULT_PLAN must be one of {', '.join(PLAN_NAMES)}, got {raw!r}")
     return raw
-
-
-def _float(environ: Mapping[str, str], name: str, default: float) -> float:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-
-
-def _bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _env_value(value: object) -> str:
@@ -166,34 +143,34 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read settings from the environment (or a given mapping, for tests and the CLI)."""
         env = dict(os.environ if environ is None else environ)
-        home = _home(env)
+        home = Path(reflexio_home(env))
         default_db = home / "data" / "reflexio.db"
         return cls(
             home=home,
             storage_url=env.get("REFLEXIO_STORAGE_URL") or f"sqlite:///{default_db}",
             embedder=env.get("REFLEXIO_EMBEDDER") or "auto",
             host=env.get("REFLEXIO_HOST") or DEFAULT_HOST,
-            port=_int(env, "REFLEXIO_PORT", DEFAULT_PORT),
+            port=read_int(env, "REFLEXIO_PORT", DEFAULT_PORT),
             default_org_id=env.get("REFLEXIO_DEFAULT_ORG_ID") or DEFAULT_ORG_ID,
-            max_body_bytes=_int(env, "REFLEXIO_MAX_BODY_BYTES", 10 * 1024 * 1024),
-            workers=_int(env, "REFLEXIO_WORKERS", 2),
-            worker_process=_bool(env, "REFLEXIO_WORKER_PROCESS", True),
-            job_poll_seconds=_float(env, "REFLEXIO_JOB_POLL_SECONDS", 0.5),
-            job_lease_seconds=_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
-            llm_timeout_seconds=_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
-            shutdown_grace_seconds=_float(env, "REFLEXIO_SHUTDOWN_GRACE_SECONDS", 20.0),
+            max_body_bytes=read_int(env, "REFLEXIO_MAX_BODY_BYTES", 10 * 1024 * 1024),
+            workers=read_int(env, "REFLEXIO_WORKERS", 2),
+            worker_process=read_bool(env, "REFLEXIO_WORKER_PROCESS", True),
+            job_poll_seconds=read_float(env, "REFLEXIO_JOB_POLL_SECONDS", 0.5),
+            job_lease_seconds=read_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
+            llm_timeout_seconds=read_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
+            shutdown_grace_seconds=read_float(env, "REFLEXIO_SHUTDOWN_GRACE_SECONDS", 20.0),
             secret_keys=tuple(k.strip() for k in env.get("REFLEXIO_SECRET_KEYS", "").split(",") if k.strip()),
             secret_key_file=Path(env["REFLEXIO_SECRET_KEY_FILE"]).expanduser()
             if env.get("REFLEXIO_SECRET_KEY_FILE")
             else home / "secret.key",
-            rate_limit_per_minute=_float(env, "REFLEXIO_RATE_LIMIT_PER_MINUTE", 0.0),
-            rate_limit_burst=_int(env, "REFLEXIO_RATE_LIMIT_BURST", 60),
+            rate_limit_per_minute=read_float(env, "REFLEXIO_RATE_LIMIT_PER_MINUTE", 0.0),
+            rate_limit_burst=read_int(env, "REFLEXIO_RATE_LIMIT_BURST", 60),
             default_plan=_plan_name(env),
-            auth_max_failures=_int(env, "REFLEXIO_AUTH_MAX_FAILURES", 10),
-            auth_failure_window_seconds=_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
-            auth_lockout_seconds=_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),
+            auth_max_failures=read_int(env, "REFLEXIO_AUTH_MAX_FAILURES", 10),
+            auth_failure_window_seconds=read_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
+            auth_lockout_seconds=read_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
-            search_index_mb=_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
+            search_index_mb=read_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
             otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
             otel_service_name=(
                 env.get("REFLEXIO_OTEL_SERVICE_NAME") or env.get("OTEL_SERVICE_NAME") or "reflexio"
@@ -257,50 +234,7 @@ class ClientSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientSettings:
         """Read ``REFLEXIO_URL`` and ``REFLEXIO_API_KEY`` (default: our local server)."""
         env = os.environ if environ is None else environ
-        url = env.get("REFLEXIO_URL") or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
-        return cls(url=url.rstrip("/"), api_key=env.get("REFLEXIO_API_KEY", ""))
-
-
-@dataclass(frozen=True, slots=True)
-class ClaudeCodeSettings:
-    """How the Claude Code hooks reach Reflexio, and where they keep what could not be sent.
-
-    Attributes:
-        client: The server and key (``REFLEXIO_URL``, ``REFLEXIO_API_KEY``).
-        home: Reflexio's folder on this machine; the outbox lives in ``claude-code/`` under it.
-        user_id: Whose learnings these are (``REFLEXIO_USER_ID``, else the login name).
-        agent_version: What the turns are published as (``REFLEXIO_AGENT_VERSION``).
-        timeout_seconds: Longest a hook waits for the server (``REFLEXIO_HOOK_TIMEOUT_SECONDS``).
-        top_k: Learnings per kind a prompt is given (``REFLEXIO_HOOK_TOP_K``).
-        max_tokens: Size cap of the injected block (``REFLEXIO_HOOK_MAX_TOKENS``).
-    """
-
-    client: ClientSettings
-    home: Path
-    user_id: str = "claude-code"
-    agent_version: str = "claude-code"
-    timeout_seconds: float = 2.0
-    top_k: int = 5
-    max_tokens: int = 800
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ClaudeCodeSettings:
-        """Read the hooks' settings (the client's, plus the ``REFLEXIO_HOOK_*`` knobs)."""
-        env = os.environ if environ is None else environ
-        return cls(
-            client=ClientSettings.from_env(env),
-            home=_home(env),
-            user_id=env.get("REFLEXIO_USER_ID") or env.get("USER") or env.get("USERNAME") or "claude-code",
-            agent_version=env.get("REFLEXIO_AGENT_VERSION") or "claude-code",
-            timeout_seconds=_float(env, "REFLEXIO_HOOK_TIMEOUT_SECONDS", 2.0),
-            top_k=_int(env, "REFLEXIO_HOOK_TOP_K", 5),
-            max_tokens=_int(env, "REFLEXIO_HOOK_MAX_TOKENS", 800),
-        )
-
-    @property
-    def folder(self) -> Path:
-        """Where the outbox and the hooks' log live."""
-        return self.home / "claude-code"
+        return cls(url=server_url(env), api_key=server_key(env))
 
 
 #: What to do when an LLM is configured but LiteLLM is not installed (said the same everywhere).
@@ -320,7 +254,7 @@ def litellm_installed() -> bool:
 
 def bool_env(name: str, default: bool = False) -> bool:
     """Read one boolean flag from the process environment (used by scripts and benches)."""
-    return _bool(os.environ, name, default)
+    return read_bool(os.environ, name, default)
 
 
 @functools.cache

@@ -7,15 +7,18 @@ text an agent sees is rendered by one set of rules whichever path produced it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+TYPE_CHECKING = False  # ``typing`` and ``dataclasses`` cost the Claude Code hook its start-up budget
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Final, Literal, TypeAlias
+
+    #: The kinds a prompt item can be (the ``kind`` of a ``retrieved_learnings`` entry).
+    LearningRef: TypeAlias = Literal["profile", "user_playbook", "agent_playbook"]
 
 __all__ = [
     "FACTS_HEADER",
     "RULES_HEADER",
     "STANDING_TAG",
-    "LearningRef",
     "PromptItem",
     "estimate_tokens",
     "pack",
@@ -29,9 +32,6 @@ STANDING_TAG: Final = "standing"
 RULES_HEADER: Final = "Rules to follow:"
 FACTS_HEADER: Final = "Facts about the user:"
 
-#: The kinds a prompt item can be (the ``kind`` of a ``retrieved_learnings`` entry).
-LearningRef: TypeAlias = Literal["profile", "user_playbook", "agent_playbook"]
-
 _KIND_ORDER: Final[dict[str, int]] = {"agent_playbook": 0, "user_playbook": 1, "profile": 2}
 
 
@@ -44,15 +44,47 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-@dataclass(frozen=True)
 class PromptItem:
-    """One learning ready to render: its reference, its single line of text, and its score."""
+    """One learning ready to render: its reference, its single line of text, and its score.
+
+    A plain immutable class rather than a dataclass, so the prompt hook need not import
+    ``dataclasses`` (see the module docstring); it compares and hashes by its fields.
+    """
+
+    __slots__ = ("kind", "learning_id", "line", "score", "standing")
 
     kind: LearningRef
     learning_id: str
     line: str
-    score: float | None = None
-    standing: bool = False
+    score: float | None
+    standing: bool
+
+    def __init__(
+        self,
+        kind: LearningRef,
+        learning_id: str,
+        line: str,
+        score: float | None = None,
+        standing: bool = False,
+    ) -> None:
+        for name, value in zip(self.__slots__, (kind, learning_id, line, score, standing), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"PromptItem is immutable: cannot set {name!r}")
+
+    def _fields(self) -> tuple[str, str, str, float | None, bool]:
+        return (self.kind, self.learning_id, self.line, self.score, self.standing)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PromptItem) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        kind, learning_id, line, score, standing = self._fields()
+        return f"PromptItem({kind=!r}, {learning_id=!r}, {line=!r}, {score=!r}, {standing=!r})"
 
     @property
     def is_fact(self) -> bool:

@@ -456,6 +456,8 @@ class ClusterRecord:
 
     ``decided_fingerprint`` is the fingerprint of the members when a run last decided about
     the cluster: while it equals ``fingerprint`` the cluster costs the next run nothing.
+    ``basis`` names what the members were grouped with (embedder, threshold); a run under
+    another basis regroups the scope from scratch.
     """
 
     org_id: str
@@ -466,6 +468,7 @@ class ClusterRecord:
     decided_fingerprint: str | None = None
     agent_playbook_id: int | None = None
     revision_id: int | None = None
+    basis: str | None = None
     id: int = 0
     updated_at: float = 0.0
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from reflexio import ranking
+from reflexio.embed import Embedder
 from reflexio.learn.aggregate import CentralAggregator
 from reflexio.learn.attribution import judge_offline
 from reflexio.learn.llm_extract import is_agent, is_user
@@ -192,7 +193,7 @@ _TRACKS = frozenset({"correction", "tool_failure", "recipe", "expert"})
 _TTLS = frozenset({"one_day", "one_week", "one_month", "one_quarter", "one_year", "infinity"})
 
 
-def rules_script() -> ScriptedLLM:
+def rules_script(embedder: Embedder | None = None) -> ScriptedLLM:
     """A scripted model whose answers the offline rule extractor computes from each call's inputs.
 
     Extraction delegates to ``reflexio.learn.rules.RuleProposer`` and converts its proposals to
@@ -202,7 +203,9 @@ def rules_script() -> ScriptedLLM:
     learnings its call lists as the offline judge does); query rewriting
     returns the query unchanged; aggregation answers with the deterministic aggregator's rule;
     the learning and shadow judges answer with the offline judges' verdicts; a revision is
-    declined (rules cannot rewrite a rule).
+    declined (rules cannot rewrite a rule). With ``embedder``, the aggregator compares
+    instructions by meaning as the offline one in the service does (a model reads paraphrases
+    as one rule).
     """
     rules = importlib.import_module("reflexio.learn.rules")
     proposer = rules.RuleProposer()
@@ -237,7 +240,7 @@ def rules_script() -> ScriptedLLM:
     script.on("gate", gate).on("extract", extract).on("merge", merge)
     script.on("evaluate_session", rules_session_judgement)
     script.on("rewrite_query", lambda inputs: {"query": inputs["query"]})
-    script.on("aggregate", _aggregate)
+    script.on("aggregate", lambda inputs: _aggregate(inputs, embedder))
     script.on("judge_learnings", rules_learning_verdicts)
     script.on("compare_shadow", lambda inputs: offline_answer(inputs["all_turns"], inputs["indexes"]))
     script.on(
@@ -269,9 +272,10 @@ def rules_learning_verdicts(inputs: Mapping[str, Any]) -> dict[str, Any]:
 _PARAPHRASE_SIMILARITY = 0.55
 
 
-def _aggregate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+def _aggregate(inputs: Mapping[str, Any], embedder: Embedder | None) -> dict[str, Any]:
     """The deterministic aggregator's rule for the cluster, in the aggregation schema."""
-    aggregator = CentralAggregator(link_similarity=_PARAPHRASE_SIMILARITY)
+    embed = None if embedder is None else (lambda texts: embedder.embed(texts, kind="document"))
+    aggregator = CentralAggregator(link_similarity=_PARAPHRASE_SIMILARITY, embed=embed)
     draft = aggregator.aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
     if draft is None:
         return {"playbook": None}

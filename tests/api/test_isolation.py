@@ -234,6 +234,7 @@ CASES = [
         "playbook_aggregation_change_logs",
         params=lambda ids: {"agent_version": "v1", "playbook_name": "playbook"},
     ),
+    _c("POST", "get_agent_playbook_review_queue", body={}),
     _c("POST", "get_agent_success_evaluation_results", body={}),
     _c("POST", "get_retrieved_learning_evaluation_results", body={}),
     _c(

@@ -140,3 +140,29 @@ def test_doctor_says_what_set_config_says_when_litellm_is_missing(
     assert check["status"] == "error" and LITELLM_MISSING in check["detail"]
     bare = next(c for c in cli.json("doctor")["checks"] if c["name"] == "LLM provider")
     assert bare["status"] == "missing" and "pip install 'reflexio[llm]'" in bare["detail"]
+
+
+def test_an_existing_key_is_made_a_reviewer_and_back(keyed: Cli) -> None:
+    from reflexio import PermissionDeniedError, ReflexioClient
+
+    created = keyed.json("keys", "create", "--org", "acme", "--name", "desk")
+    assert created["reviewer"] is False
+    with ReflexioClient(api_key=created["key"], url_endpoint=keyed.env["REFLEXIO_URL"]) as api:
+        api.add_agent_playbooks([{"agent_version": "desk@1", "content": "Ask for the receipt"}])
+        (playbook,) = api.get_agent_playbooks().agent_playbooks
+        with pytest.raises(PermissionDeniedError):  # not a reviewer's key
+            api.update_agent_playbook_status(playbook.agent_playbook_id, playbook_status="approved")
+        made = keyed.json("keys", "set-reviewer", str(created["id"]))
+        assert (made["id"], made["reviewer"], made["active"]) == (created["id"], True, True)
+        api.update_agent_playbook_status(
+            playbook.agent_playbook_id, playbook_status="approved"
+        )  # at once, same server
+        assert keyed.json("keys", "list", "--org", "acme")["keys"][0]["reviewer"] is True
+        human = keyed("keys", "set-reviewer", str(created["id"]), "--off").stdout
+        assert f"API key {created['id']} ({created['prefix']}) is no longer a reviewer" in human
+        with pytest.raises(PermissionDeniedError):
+            api.update_agent_playbook_status(playbook.agent_playbook_id, playbook_status="rejected")
+    missing = keyed("keys", "set-reviewer", "999", "--json", ok=False)
+    assert (missing.exit_code, json.loads(missing.stdout)["error"]) == (4, "not_found")
+    elsewhere = keyed("keys", "set-reviewer", str(created["id"]), "--org", "other", "--json", ok=False)
+    assert json.loads(elsewhere.stdout)["error"] == "not_found"

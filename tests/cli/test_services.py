@@ -130,7 +130,7 @@ class Shell:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=240,  # a guard against a hang, not a timing: `demo` seeds and aggregates
             check=False,
         )
         if ok and done.returncode != 0:

@@ -145,6 +145,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("GET", "/api/playbook_aggregation_operations/5"): {"operation_id": "5", "status": "succeeded"},
     ("GET", "/api/playbook_aggregation_change_logs"): {"success": True, "change_logs": []},
     ("POST", "/api/get_learning_provenance"): {"kind": "profile", "id": "p1", "provenance_status": "exact"},
+    ("POST", "/api/get_agent_playbook_review_queue"): {"success": True, "pending": [], "counts": {}},
     ("GET", "/api/get_operation_status"): {"success": True, "operation_status": OPERATION},
     ("POST", "/api/get_agent_success_evaluation_results"): {
         "success": True,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
+import pydantic
 import pytest
 
 from reflexio import ReflexioClient
@@ -50,3 +52,12 @@ def test_aggregation_through_the_sdk(tmp_path: Path) -> None:
         assert [len(log.added_agent_playbooks) for log in logs.change_logs] == [1]
         with pytest.raises(NotFoundError):
             client.get_playbook_aggregation_operation("999999")
+        queue = client.get_agent_playbook_review_queue(agent_version=VERSION)
+        (item,) = queue.pending
+        assert item.distinct_users == 3 and len(item.source_user_playbooks) == 3 and item.revises is None
+        assert queue.counts["pending"] == 1
+        assert client.get_agent_playbook_review_queue(agent_version="other@1").pending == []
+        with pytest.raises(pydantic.ValidationError):  # checked before anything is sent
+            client.get_agent_playbook_review_queue(limit=0)
+        refused = httpx.post(f"{url}/api/get_agent_playbook_review_queue", json={"limit": 0}, timeout=10)
+        assert refused.status_code == 422 and "limit" in refused.text

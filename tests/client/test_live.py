@@ -353,6 +353,7 @@ NOT_IN_SCENARIO = {
     "submit_playbook_aggregation",
     "get_playbook_aggregation_operation",
     "get_playbook_aggregation_change_logs",
+    "get_agent_playbook_review_queue",
 }
 
 

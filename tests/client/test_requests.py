@@ -264,6 +264,15 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, str, dict[str, str]
         None,
     ),
     (
+        "get_agent_playbook_review_queue",
+        (),
+        {"agent_version": "v1", "limit": 20},
+        "POST",
+        "/api/get_agent_playbook_review_queue",
+        None,
+        {"agent_version": "v1", "limit": 20},
+    ),
+    (
         "get_learning_provenance",
         ("user_playbook", 3),
         {},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import pytest
 
 from reflexio.api.server import in_background
 from reflexio.config import ClaudeCodeSettings
-from reflexio.integrations.claude_code.install import MARKER, install, uninstall
+from reflexio.integrations.claude_code.install import HOOK_SCRIPT, MARKER, hook_command, install, uninstall
 from reflexio.integrations.claude_code.outbox import Outbox
 from reflexio.service.core import open_core
 from tests.cli.conftest import free_port
@@ -47,11 +48,11 @@ class Hooks:
 
     def run(self, event: str, payload: str) -> subprocess.CompletedProcess[str]:
         body = (DATA / payload).read_text().replace("TRANSCRIPT", str(self.transcript))
-        command = [sys.executable, "-I", "-m", MARKER, event]
+        command = shlex.split(hook_command(event))  # exactly what Claude Code is told to run
         return subprocess.run(command, input=body, env=self.env(), capture_output=True, text=True, timeout=60)
 
     def outbox(self) -> Outbox:
-        return Outbox(ClaudeCodeSettings.from_env(self.env()).folder / "outbox.db")
+        return Outbox(Path(ClaudeCodeSettings.from_env(self.env()).folder) / "outbox.db")
 
     def wait_until_sent(self, timeout: float = 60.0) -> None:
         """The hooks send in a background process: wait until the outbox is empty."""
@@ -101,7 +102,10 @@ def test_install_writes_the_documented_hooks_and_keeps_the_rest(tmp_path: Path) 
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
     other = {"type": "command", "command": "echo other"}
-    path.write_text(json.dumps({"permissions": {"allow": ["Bash"]}, "hooks": {"Stop": [{"hooks": [other]}]}}))
+    earlier = {"type": "command", "command": f"/opt/py/bin/python -I -m {MARKER} stop"}  # an older install
+    path.write_text(
+        json.dumps({"permissions": {"allow": ["Bash"]}, "hooks": {"Stop": [{"hooks": [other, earlier]}]}})
+    )
     install(path, python="/opt/py/bin/python")
     install(path, python="/opt/py/bin/python")  # again: replaced, not doubled
     settings = json.loads(path.read_text())
@@ -112,7 +116,11 @@ def test_install_writes_the_documented_hooks_and_keeps_the_rest(tmp_path: Path) 
     assert prompt == [
         {
             "hooks": [
-                {"type": "command", "command": f"/opt/py/bin/python -I -m {MARKER} prompt", "timeout": 10}
+                {
+                    "type": "command",
+                    "command": f"/opt/py/bin/python -I -S {HOOK_SCRIPT} prompt",
+                    "timeout": 10,
+                }
             ]
         }
     ]
@@ -137,7 +145,7 @@ def test_the_cli_installs_into_the_project(tmp_path: Path) -> None:
     written = json.loads(result.stdout)
     assert written["settings"] == str(tmp_path / ".claude" / "settings.json")
     assert (
-        MARKER
+        HOOK_SCRIPT
         in json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0][
             "command"
         ]
@@ -229,3 +237,50 @@ def _replay(hooks: Hooks) -> dict[str, object]:
     turns, end = read_turns(hooks.transcript, 0)
     settings = ClaudeCodeSettings.from_env(hooks.env())
     return _publish_message(settings, "cc-session-1", turns, f"claude-code:cc-session-1:0-{end}", False)
+
+
+@pytest.mark.parametrize(
+    ("url", "parts"),
+    [
+        ("http://127.0.0.1:8081", ("http", "127.0.0.1", 8081, "")),
+        ("http://localhost", ("http", "localhost", 80, "")),
+        ("HTTPS://reflexio.example/base/", ("https", "reflexio.example", 443, "/base/")),
+        ("http://[::1]:9450/api", ("http", "::1", 9450, "/api")),
+        ("https://[2001:db8::1]", ("https", "2001:db8::1", 443, "")),
+        ("http://me:secret@host:81", ("http", "host", 81, "")),
+    ],
+)
+def test_the_hooks_read_the_server_url_as_urllib_would(url: str, parts: tuple[str, str, int, str]) -> None:
+    from urllib.parse import urlsplit
+
+    from reflexio.integrations.claude_code.hooks import _split_url
+
+    assert _split_url(url) == parts
+    split = urlsplit(url)
+    assert (split.scheme.lower(), split.hostname, split.port or parts[2], split.path) == parts
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8081", "ftp://host", "http://", "http://host:80a", "http://[::1"])
+def test_the_hooks_refuse_a_server_url_they_cannot_use(url: str) -> None:
+    from reflexio.integrations.claude_code.hooks import _split_url
+
+    with pytest.raises(ValueError, match="REFLEXIO_URL"):
+        _split_url(url)
+
+
+def test_the_prompt_hook_starts_without_the_heavy_modules() -> None:
+    """What keeps the prompt hook within its start-up budget (bench/hooks): no site, no runpy,
+    none of the modules that cost more than its search, and nothing of the SDK's."""
+    root = str(Path(HOOK_SCRIPT).parents[3])
+    code = (
+        f"import sys; sys.path.append({root!r}); import reflexio.integrations.claude_code.hooks; "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = set(done.stdout.split())
+    assert "reflexio.integrations.claude_code.hooks" in loaded
+    heavy = {"site", "runpy", "typing", "dataclasses", "inspect", "pathlib", "urllib.parse", "logging"}
+    heavy |= {"reflexio.config", "reflexio.client", "pydantic", "httpx", "subprocess", "http.client"}
+    assert loaded & heavy == set()

@@ -170,3 +170,21 @@ def test_metrics_read_the_queue_and_the_llm_spend_from_storage(traced: Live) -> 
     assert value("reflexio_jobs", 'org="metrics-org"', 'status="queued"', 'task="later"') == 1.0
     assert value("reflexio_jobs_oldest_due_age_seconds", 'org="metrics-org"', 'task="later"') > 1e9
     assert value("reflexio_llm_tokens_total", 'org="metrics-org"', 'model="m1"', 'type="input"') == 7.0
+
+
+def test_a_span_records_the_error_that_escapes_it_and_nests_its_children(traced: Live) -> None:
+    attributes = {"reflexio.org": "o1", "reflexio.none": None}
+    with (
+        pytest.raises(ValueError, match="bad input"),
+        telemetry.span("reflexio.test.outer", **attributes) as outer,
+    ):
+        assert outer.is_recording()
+        with telemetry.span("reflexio.test.inner"):
+            pass
+        raise ValueError("bad input")
+    (failed,) = spans("reflexio.test.outer")
+    (inner,) = spans("reflexio.test.inner")
+    assert inner.parent is not None and inner.parent.span_id == failed.context.span_id
+    assert failed.status.status_code.name == "ERROR" and failed.status.description == "ValueError: bad input"
+    assert [event.name for event in failed.events] == ["exception"]
+    assert dict(failed.attributes or {}) == {"reflexio.org": "o1"}  # None attributes are left out

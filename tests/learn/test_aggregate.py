@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import pytest
 
+from reflexio.embed import EmbedderUnavailable, Vectors
 from reflexio.learn.aggregate import CentralAggregator, Evidence, LLMAggregator, directions, render_members
 from reflexio.llm import LLMOutputError
+from reflexio.records import Vector
 from reflexio.testing import ScriptedLLM, ScriptError, rules_script
 
 
@@ -152,3 +156,56 @@ def test_paraphrases_with_similar_vectors_are_one_direction() -> None:
     assert [[m.id for m in g] for g in directions(policy, 0.6, link_similarity=0.9)] == [[1, 2]]
     assert CentralAggregator(link_similarity=0.9).aggregate(policy, min_users=2) is not None
     assert CentralAggregator().aggregate(policy, min_users=2) is None
+
+
+MEDS = [
+    Evidence(
+        1,
+        "amal",
+        "Check for interactions with my other medications first.",
+        "When asked about ibuprofen",
+        vector=_vec(1, 0, 0),
+    ),
+    Evidence(
+        2,
+        "bo",
+        "Ask about the user's other medication first.",
+        "When asked for a cold remedy",
+        vector=_vec(0.6, 0.8, 0),
+    ),
+]
+
+
+def _by_content(known: dict[str, Vector]) -> tuple[list[list[str]], Callable[[Sequence[str]], Vectors]]:
+    calls: list[list[str]] = []
+
+    def embed(texts: Sequence[str]) -> Vectors:
+        calls.append(list(texts))
+        return np.stack([known[t] for t in texts])
+
+    return calls, embed
+
+
+def test_instructions_taught_on_different_requests_are_one_direction_by_their_own_vectors() -> None:
+    # stored vectors hold the triggers too (0.6 apart here); the instructions alone mean the same
+    calls, embed = _by_content({MEDS[0].content: _vec(1, 0.1, 0), MEDS[1].content: _vec(1, 0.2, 0)})
+    assert CentralAggregator(link_similarity=0.9).aggregate(MEDS, min_users=2) is None
+    draft = CentralAggregator(link_similarity=0.9, embed=embed).aggregate(MEDS, min_users=2)
+    assert draft is not None and draft.member_ids == (1, 2)
+    assert calls == [[m.content for m in MEDS]]
+
+
+def test_instructions_are_embedded_only_when_words_and_stored_vectors_leave_directions_apart() -> None:
+    calls, embed = _by_content({})
+    draft = CentralAggregator(link_similarity=0.55, embed=embed).aggregate(REFUND, min_users=2)
+    assert draft is not None and calls == []  # one direction already: nothing to embed
+
+
+def test_different_instructions_stay_apart_and_a_failing_embedder_falls_back_to_words() -> None:
+    _, embed = _by_content({MEDS[0].content: _vec(1, 0, 0), MEDS[1].content: _vec(0, 1, 0)})
+    assert CentralAggregator(link_similarity=0.9, embed=embed).aggregate(MEDS, min_users=2) is None
+
+    def down(texts: Sequence[str]) -> Vectors:
+        raise EmbedderUnavailable("the hosted embedder is down")
+
+    assert CentralAggregator(link_similarity=0.9, embed=down).aggregate(MEDS, min_users=2) is None

@@ -215,6 +215,15 @@ RULES = [
         "Double-check the date",
     ),
     ("Why didn't you check the calendar first?", "Check the calendar first"),
+    # an imperative followed by its reason is a standing wish
+    ("Quote the invoice date, otherwise accounting sends it back.", "Quote the invoice date"),
+    ("Mention the dosage please, it matters for my kids.", "Mention the dosage"),
+    ("Give prices with VAT, I run a small business.", "Give prices with VAT"),
+    ("Please draw the graphs in grayscale, I'm colour-blind.", "Draw the graphs in grayscale"),
+    ("Say which branch you deployed, so that I can roll back.", "Say which branch you deployed"),
+    ("You didn't give me the booking code. I always need it at the desk.", "Include the booking code"),
+    ("You didn't tell me the delivery window.", "Include the delivery window"),
+    ("Please verify with a dry run before claiming it's fixed.", "Verify with a dry run before claiming"),
 ]
 
 
@@ -313,6 +322,9 @@ NOT_RULES_IN_REPLIES = [
     "What if we never deploy on Fridays?",
     "Hmm, interesting.",
     "Cool, can you also add a dark mode?",
+    "Book me a table for two, I need it by eight.",
+    "Send it to Anna, she is waiting.",
+    "Thanks, that fixed it!",
 ]
 
 

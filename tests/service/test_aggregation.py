@@ -4,19 +4,27 @@ playbooks, rejections not re-proposed from the same evidence, auto-approval, and
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
 from reflexio.learn.review import Action
-from reflexio.models import FinalizeSessionRequest, InteractionData, PublishUserInteractionRequest
+from reflexio.models import (
+    ClearUserDataRequest,
+    FinalizeSessionRequest,
+    InteractionData,
+    PublishUserInteractionRequest,
+    SearchAgentPlaybookRequest,
+    UnifiedSearchRequest,
+)
 from reflexio.models.api_aggregation import (
     GetLearningProvenanceRequest,
     PlaybookAggregationOperationRequest,
     PlaybookAggregationResult,
 )
 from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
-from reflexio.service import aggregation, provenance
+from reflexio.service import aggregation, provenance, search, users
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.review import review
@@ -138,6 +146,63 @@ def test_a_rejection_is_not_re_proposed_from_the_same_evidence(core: Core) -> No
     assert proposal.follows_rejection_id == rejected.id
 
 
+def set_similarity(core: Core, similarity: float | None) -> None:
+    config = core.org_config(ORG)
+    assert config.user_playbook_extractor_config is not None
+    config.user_playbook_extractor_config.aggregation_config.clustering_similarity = similarity
+    core.storage.put_org_config(ORG, config.model_dump(mode="json"))
+
+
+def test_a_changed_threshold_or_embedder_regroups_the_scope_without_being_asked(core: Core) -> None:
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    assert run(core).playbooks_generated == 1
+    (first,) = core.storage.list_clusters(ORG, VERSION, "playbook")
+    assert first.basis == aggregation.basis_of(core.embedder.name, first_similarity(core))
+    set_similarity(core, 0.999)  # no two wordings are this close: every member alone
+    split = run(core)
+    assert split.clusters_found == 3 and split.below_gate == 3
+    assert agent_playbooks(core) == []  # its evidence no longer holds together: not served
+    (log, _) = core.storage.list_change_logs(ORG, VERSION, "playbook", limit=5)
+    assert log.run_mode == "full_archive"
+    bases = {c.basis for c in core.storage.list_clusters(ORG, VERSION, "playbook")}
+    assert bases == {aggregation.basis_of(core.embedder.name, 0.999)}
+    again = run(core)  # the basis is written: the next run costs nothing again
+    assert again.clusters_unchanged == 3 and again.clusters_changed == 0
+    set_similarity(core, None)
+    assert run(core).playbooks_generated == 1  # back to the default threshold: regrouped again
+    # another embedder: its basis differs, so the stored clusters are not trusted either
+    clusters = core.storage.list_clusters(ORG, VERSION, "playbook")
+    stale = [replace(c, basis="another-model similarity 0.4500") for c in clusters]
+    core.storage.save_clusters(ORG, VERSION, "playbook", stale)
+    assert run(core).clusters_found == 1
+    assert {c.basis for c in core.storage.list_clusters(ORG, VERSION, "playbook")} == {first.basis}
+
+
+def first_similarity(core: Core) -> float:
+    from reflexio.learn.cluster import default_similarity
+
+    return default_similarity(core.embedder.name)
+
+
+def test_a_cleared_user_no_longer_stands_behind_an_agent_playbook(core: Core) -> None:
+    ids = [teach(core, f"u{n}", text) for n, text in enumerate(REFUND[:3])]
+    run(core)
+    (playbook,) = agent_playbooks(core)
+    users.clear_user_data(core, ORG, ClearUserDataRequest(user_id="u0"))
+    (proposal,) = core.storage.get_proposals(ORG, [playbook.id])
+    assert proposal.user_ids == ("u1", "u2") and set(proposal.member_ids) == set(ids[1:])
+    (queued,) = core.storage.list_jobs(ORG, task=AGGREGATE, statuses=[JobStatus.QUEUED])
+    assert queued.key == aggregation_key(VERSION, "playbook")
+    chain = provenance.get_learning_provenance(
+        core, ORG, GetLearningProvenanceRequest(kind="agent_playbook", id=str(playbook.id))
+    )
+    assert "u0" not in chain.model_dump_json()
+    users.clear_user_data(core, ORG, ClearUserDataRequest(user_id="u1"))
+    result = run(core)  # one user is left: one person's preference is no rule for everyone
+    assert result.below_gate == 1 and agent_playbooks(core) == []
+
+
 def test_auto_approval_unless_approval_is_required(core: Core) -> None:
     config = core.org_config(ORG)
     assert config.user_playbook_extractor_config is not None
@@ -199,6 +264,43 @@ def test_learning_queues_a_debounced_aggregation_unless_the_publish_skips_it(cor
     (job,) = core.storage.list_jobs(ORG, task=AGGREGATE)
     assert job.key == aggregation_key(VERSION, "playbook") and job.status is JobStatus.QUEUED
     assert job.run_at > time.time()  # debounced: a burst of changes is one run
+
+
+def served(core: Core, query: str = "the customer wants a refund", **kw: object) -> list[int]:
+    req = UnifiedSearchRequest(query=query, agent_version=VERSION, threshold=0.0, **kw)
+    return [int(p.agent_playbook_id) for p in search.search(core, ORG, req).agent_playbooks]
+
+
+def approved_and_revision(core: Core) -> tuple[Learning, Learning]:
+    """An approved agent playbook of three users, and the pending revision two more users cause."""
+    for n, text in enumerate(REFUND[:3]):
+        teach(core, f"u{n}", text)
+    run(core)
+    (approved,) = agent_playbooks(core)
+    review(core, ORG, approved.id, Action.APPROVE, actor="local")
+    teach(core, "u3", REFUND[3])
+    teach(core, "u4", REFUND[4])
+    run(core)
+    (revision,) = [r for r in agent_playbooks(core) if r.id != approved.id]
+    return approved, revision
+
+
+def test_a_pending_revision_is_not_served_while_the_version_it_revises_is_approved(core: Core) -> None:
+    approved, revision = approved_and_revision(core)
+    assert served(core) == [approved.id]  # one version of the rule: the reviewed one
+    by_kind = search.search_agent_playbooks(
+        core, ORG, SearchAgentPlaybookRequest(query="refund", agent_version=VERSION, threshold=0.0)
+    )
+    assert [int(p.agent_playbook_id) for p in by_kind.agent_playbooks] == [approved.id]
+    assert served(core, agent_playbook_status_filter=["pending"]) == [revision.id]  # a reviewer's preview
+    review(core, ORG, revision.id, Action.APPROVE, actor="local")
+    assert served(core) == [revision.id]
+
+
+def test_a_revision_of_a_rejected_playbook_is_served_as_any_pending_one(core: Core) -> None:
+    approved, revision = approved_and_revision(core)
+    review(core, ORG, approved.id, Action.REJECT, actor="local", note="the old wording misleads")
+    assert served(core) == [revision.id]
 
 
 def test_provenance_and_review_queue_of_a_revision(core: Core) -> None:

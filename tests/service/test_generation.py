@@ -15,6 +15,7 @@ from reflexio.config import Settings
 from reflexio.errors import ConflictError, ValidationError
 from reflexio.filters import LearningFilter, RequestFilter
 from reflexio.jobs import Worker
+from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
 from reflexio.learn.changes import Changes, Supersede
 from reflexio.llm import LLMCall, LLMError, LLMResult
 from reflexio.models import (
@@ -317,6 +318,30 @@ def test_user_playbook_upgrade_and_downgrade_scopes(core: Core) -> None:
     back = versions.downgrade_user_playbooks(core, ORG, DowngradeUserPlaybooksRequest(agent_version="v2"))
     assert (back.user_playbooks_demoted, back.user_playbooks_restored) == (1, 1)
     assert {r.content for r in rows(core, U, CUR) if r.agent_version == "v2"} == {"old rule v2"}
+
+
+def test_promoted_or_restored_user_playbooks_queue_their_scopes_aggregation(core: Core) -> None:
+    config = core.org_config(ORG)
+    assert config.user_playbook_extractor_config is not None
+    config.user_playbook_extractor_config.aggregation_config.delay_seconds = 0.0
+    core.storage.put_org_config(ORG, config.model_dump(mode="json"))
+    seed(core, U, "u1", CUR, "old rule", agent_version="v1", playbook_name="playbook")
+    seed(core, U, "u1", PEND, "new rule", agent_version="v1", playbook_name="playbook")
+    seed(core, P, "u1", PEND, "Lives in Oslo")
+    versions.upgrade_profiles(core, ORG, UpgradeProfilesRequest())
+    assert aggregations(core) == []  # profiles never aggregate
+    versions.upgrade_user_playbooks(core, ORG, UpgradeUserPlaybooksRequest(agent_version="v1"))
+    assert aggregations(core) == [aggregation_key("v1", "playbook")]
+    worker = Worker(core.storage, handlers(core))
+    while worker.run_once():  # the aggregation is due at once (delay_seconds 0): it runs
+        pass
+    assert aggregations(core) == []
+    versions.downgrade_user_playbooks(core, ORG, DowngradeUserPlaybooksRequest(agent_version="v1"))
+    assert aggregations(core) == [aggregation_key("v1", "playbook")]
+
+
+def aggregations(core: Core) -> list[str | None]:
+    return [j.key for j in core.storage.list_jobs(ORG, task=AGGREGATE, statuses=[JobStatus.QUEUED])]
 
 
 def test_operation_status_names(core: Core) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reflexio.records import (
+    Audit,
     ChangeLogRecord,
     ClusterRecord,
+    Learning,
     LearningEvent,
     LearningKind,
     ProposalRecord,
@@ -23,18 +25,22 @@ def cluster(members: tuple[int, ...], org: str = "o1", **fields: object) -> Clus
 
 def test_clusters_round_trip_and_keep_their_ids(storage: Storage) -> None:
     saved = storage.save_clusters(
-        "o1", "v1", "playbook", [cluster((1, 2)), cluster((3,), agent_playbook_id=9)]
+        "o1",
+        "v1",
+        "playbook",
+        [cluster((1, 2), basis="m similarity 0.4500"), cluster((3,), agent_playbook_id=9)],
     )
     assert [c.id > 0 for c in saved] == [True, True]
     assert storage.list_clusters("o1", "v1", "playbook") == saved
     first = saved[0]
     changed = storage.save_clusters(
-        "o1", "v1", "playbook", [replace(first, member_ids=(1, 2, 5), decided_fingerprint="x")]
+        "o1", "v1", "playbook", [replace(first, member_ids=(1, 2, 5), decided_fingerprint="x", basis="n")]
     )
     assert changed[0].id == first.id
     stored = {c.id: c for c in storage.list_clusters("o1", "v1", "playbook")}
     assert stored[first.id].member_ids == (1, 2, 5)
-    assert stored[first.id].decided_fingerprint == "x"
+    assert stored[first.id].decided_fingerprint == "x" and stored[first.id].basis == "n"
+    assert saved[0].basis == "m similarity 0.4500" and stored[saved[1].id].basis is None
     assert stored[saved[1].id].agent_playbook_id == 9 and stored[saved[1].id].revision_id is None
 
 
@@ -138,3 +144,37 @@ def test_events_that_change_no_row_are_history(storage: Storage) -> None:
     )
     assert event.created_at > 0
     assert storage.list_events("o2", learning_ids=[42]) == []
+
+
+def test_clear_user_takes_the_user_out_of_agent_playbook_evidence(storage: Storage) -> None:
+    rules = storage.save_learnings(
+        [
+            Learning(org_id=org, kind=LearningKind.USER_PLAYBOOK, user_id="gone", content="Ask first.")
+            for org in ("o1", "o2")
+        ],
+        Audit(actor="test"),
+    )
+    mine, theirs = rules[0].id, rules[1].id
+    storage.add_proposals(
+        [
+            ProposalRecord(
+                org_id="o1",
+                agent_playbook_id=10,
+                cluster_id=1,
+                member_ids=(100, mine, 300),
+                user_ids=("a", "gone"),
+            ),
+            ProposalRecord(
+                org_id="o1", agent_playbook_id=11, cluster_id=2, member_ids=(400, 500), user_ids=("a", "b")
+            ),
+            ProposalRecord(
+                org_id="o2", agent_playbook_id=12, cluster_id=3, member_ids=(theirs,), user_ids=("gone",)
+            ),
+        ]
+    )
+    storage.clear_user("o1", "gone")
+    ten, eleven = storage.get_proposals("o1", [10, 11])
+    assert ten.member_ids == (100, 300) and ten.user_ids == ("a",)
+    assert eleven.member_ids == (400, 500) and eleven.user_ids == ("a", "b")
+    (other_org,) = storage.get_proposals("o2", [12])  # another org's "gone" is another person
+    assert other_org.user_ids == ("gone",) and other_org.member_ids == (theirs,)

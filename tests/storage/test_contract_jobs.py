@@ -35,6 +35,18 @@ def test_debounce_moves_the_run_time_forward_only(storage: Storage) -> None:
     assert storage.claim_jobs("w1", limit=10, lease_seconds=30) == []
 
 
+def test_sooner_brings_a_queued_job_forward_only(storage: Storage) -> None:
+    t = time.time()
+    debounced = storage.enqueue_jobs([job(task="agg", run_at=t + 600)], debounce=True)[0]
+    now_please = storage.enqueue_jobs([job(task="agg", run_at=t, payload={"full": True})], sooner=True)[0]
+    assert now_please.id == debounced.id and abs(now_please.run_at - t) < 1e-3
+    assert now_please.payload == {"full": True}
+    later = storage.enqueue_jobs([job(task="agg", run_at=t + 900)], sooner=True)[0]
+    assert abs(later.run_at - t) < 1e-3
+    (claimed,) = storage.claim_jobs("w1", limit=10, lease_seconds=30)
+    assert claimed.id == debounced.id
+
+
 def test_claim_leases_due_jobs_once(storage: Storage) -> None:
     storage.enqueue_jobs([job(key="a"), job(key="b"), job(key="c", run_at=time.time() + 3600)])
     first = storage.claim_jobs("w1", limit=1, lease_seconds=30)

@@ -190,6 +190,22 @@ def test_api_keys_are_found_by_hash_and_revocable(storage: Storage) -> None:
     assert storage.list_api_keys("o1")[0].revoked_at is not None
 
 
+def test_an_active_key_is_made_a_reviewer_and_back(storage: Storage) -> None:
+    key = storage.add_api_key(ApiKeyRecord(org_id="o1", key_hash="abc", prefix="rfx_ab"))
+    other = storage.add_api_key(ApiKeyRecord(org_id="o1", key_hash="def", prefix="rfx_de"))
+    assert key.reviewer is False
+    assert storage.set_api_key_reviewer(key.id, True)
+    assert storage.find_api_key("abc").reviewer is True  # type: ignore[union-attr]
+    assert storage.find_api_key("def").reviewer is False  # type: ignore[union-attr]
+    assert storage.set_api_key_reviewer(key.id, True)  # already one: still an active key
+    assert storage.set_api_key_reviewer(key.id, False)
+    assert storage.find_api_key("abc").reviewer is False  # type: ignore[union-attr]
+    assert not storage.set_api_key_reviewer(other.id + 100, True)  # no such key
+    storage.revoke_api_key(other.id)
+    assert not storage.set_api_key_reviewer(other.id, True)  # revoked keys stay as they were
+    assert storage.list_api_keys("o1")[1].reviewer is False
+
+
 def test_evaluations_are_listed_by_kind_and_scope(storage: Storage) -> None:
     storage.add_evaluations(
         [

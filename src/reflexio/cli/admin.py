@@ -264,6 +264,30 @@ def revoke_key(
     run(wants_json(as_json), action)
 
 
+@keys.command("set-reviewer")
+def set_reviewer(
+    key_id: Annotated[int, typer.Argument(help="The key's id (see `reflexio keys list`).")],
+    off: Annotated[
+        bool, typer.Option("--off", help="Take the review right away instead of giving it.")
+    ] = False,
+    org: Annotated[str | None, typer.Option("--org", help="Only if the key belongs to this org.")] = None,
+    storage_url: StorageUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Let an existing key review agent playbooks (approve, reject) over REST, MCP and the
+    dashboard, or with --off stop it; takes effect at once, the key itself is unchanged."""
+
+    def action() -> Result:
+        from reflexio.service import keys as key_service
+
+        with _core(storage_url) as core:
+            record = key_service.set_reviewer(core, key_id, not off, org)
+        state = "is now a reviewer" if record.reviewer else "is no longer a reviewer"
+        return Result(_key_row(record), message=f"API key {record.id} ({record.prefix}) {state}")
+
+    run(wants_json(as_json), action)
+
+
 # -- jobs ----------------------------------------------------------------------------------
 
 _JOB_COLUMNS = ("id", "task", "status", "attempts", "max_attempts", "run_at", "updated_at", "last_error")

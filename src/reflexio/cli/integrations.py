@@ -135,7 +135,7 @@ def claude_code_flush(as_json: JsonOpt = False) -> None:
         from reflexio.integrations.claude_code.outbox import Outbox
 
         chosen = ClaudeCodeSettings.from_env()
-        outbox = Outbox(chosen.folder / "outbox.db")
+        outbox = Outbox(Path(chosen.folder) / "outbox.db")
         try:
             sent = flush(chosen, outbox)
             waiting, dead = len(outbox.pending()), outbox.dead()

@@ -1,7 +1,8 @@
 """Client methods for durable aggregation: submit it, follow its operation, read change logs.
 
 ``submit_playbook_aggregation`` and ``get_playbook_aggregation_operation`` are the 0.2.32
-client's; ``get_playbook_aggregation_change_logs`` is the route 0.2.x served without a method.
+client's; ``get_playbook_aggregation_change_logs`` is the route 0.2.x served without a method;
+``get_agent_playbook_review_queue`` is an addition (what waits for a reviewer).
 Each function is the body of the client method of the same name (see ``_transport``).
 """
 
@@ -12,12 +13,15 @@ from urllib.parse import quote
 from reflexio.client._transport import Call, Plan, dump, parse_as, single
 from reflexio.models import DEFAULT_AGENT_VERSION
 from reflexio.models.api_aggregation import (
+    GetReviewQueueRequest,
+    PendingReviewResponse,
     PlaybookAggregationChangeLogResponse,
     PlaybookAggregationOperation,
     PlaybookAggregationOperationRequest,
 )
 
 __all__ = [
+    "get_agent_playbook_review_queue",
     "get_playbook_aggregation_change_logs",
     "get_playbook_aggregation_operation",
     "submit_playbook_aggregation",
@@ -77,4 +81,23 @@ def get_playbook_aggregation_change_logs(
             parse_as(PlaybookAggregationChangeLogResponse),
             params=params,
         )
+    )
+
+
+def get_agent_playbook_review_queue(
+    *, agent_version: str | None = None, limit: int = 100
+) -> Plan[PendingReviewResponse]:
+    """The agent playbooks waiting for review, oldest first, with their evidence.
+
+    Args:
+        agent_version: Only this agent version's (default: every version).
+        limit: At most this many pending items, 1 to 1000.
+
+    Returns:
+        The pending items (new playbooks and revisions, each with the user playbooks it
+        generalises and how many distinct users taught it) and counts per review state.
+    """
+    req = GetReviewQueueRequest(agent_version=agent_version, limit=limit)
+    return single(
+        Call("POST", "/api/get_agent_playbook_review_queue", parse_as(PendingReviewResponse), json=dump(req))
     )

@@ -19,7 +19,7 @@ import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
@@ -33,7 +33,10 @@ from pydantic import ConfigDict
 from reflexio.client import AsyncReflexioClient, ReflexioClient
 from reflexio.errors import ReflexioError
 from reflexio.models import DEFAULT_AGENT_VERSION, UnifiedSearchViewResponse
-from reflexio.prompt_text import LearningRef, PromptItem, pack
+from reflexio.prompt_text import PromptItem, pack
+
+if TYPE_CHECKING:
+    from reflexio.prompt_text import LearningRef
 
 __all__ = ["ReflexioCallbackHandler", "ReflexioRetriever", "as_context", "documents_of"]
 

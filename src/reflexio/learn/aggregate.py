@@ -3,10 +3,10 @@
 Two aggregators sit behind one seam, as extraction does:
 
 * ``CentralAggregator`` needs no model, so the no-key install generalises too. It splits the
-  cluster into *directions* (members whose instructions share most of their words), keeps the
-  largest direction (a minority that says something else is not generalised), and writes the
-  rule from its most central member: the member nearest the cluster's centroid, with the
-  trigger that covers most of the trigger words the members share.
+  cluster into *directions* (members whose instructions share most of their words or mean the
+  same), keeps the largest direction (a minority that says something else is not
+  generalised), and writes the rule from its most central member: the member nearest the
+  cluster's centroid, with the trigger that covers most of the trigger words the members share.
 * ``LLMAggregator`` makes one structured call per cluster (prompt ``aggregate``), validated
   against ``AggregateOutput`` like every LLM answer; the member ids it cites must belong to
   the cluster.
@@ -19,13 +19,15 @@ clusters are aggregated at all and what happens to the result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from reflexio import ranking
+from reflexio.embed import Vectors
+from reflexio.errors import ReflexioError
 from reflexio.learn import prompts
 from reflexio.learn.llm_schemas import AggregateOutput
 from reflexio.llm import LLM, Role
@@ -89,16 +91,22 @@ class Aggregator(Protocol):
 
 
 def directions(
-    members: Sequence[Evidence], overlap: float, link_similarity: float | None = None
+    members: Sequence[Evidence],
+    overlap: float,
+    link_similarity: float | None = None,
+    instructions: Sequence[Vector] | None = None,
 ) -> list[list[Evidence]]:
     """Members grouped by what their instructions say (single linkage on word overlap).
 
     Two members point the same way when ``|A∩B| / min(|A|, |B|) >= overlap`` over the
-    informative words of their instructions, or — with ``link_similarity`` and vectors on
-    every member — when their vectors are at least that similar (paraphrases share few words:
-    "add the policy link" and "include the link to the policy page"); groups are the
-    connected components of that relation. Most distinct users first, then most members;
-    ties keep member order.
+    informative words of their instructions, or — with ``link_similarity`` — when their
+    stored vectors (every member has one), or the vectors of their instructions alone
+    (``instructions``, one per member), are at least that similar. Paraphrases share few
+    words ("add the policy link", "include the link to the policy page"), and a stored vector
+    also holds the member's trigger, which differs from user to user: "check for interactions
+    with my other medications" and "ask about my other medication first" mean the same, taught
+    on different requests. Groups are the connected components of that relation. Most
+    distinct users first, then most members; ties keep member order.
     """
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
@@ -118,6 +126,9 @@ def directions(
     if link_similarity is not None and all(m.vector is not None for m in members):
         stack = np.stack([np.asarray(m.vector, dtype=np.float32) for m in members])
         linked |= stack @ stack.T >= link_similarity
+    if link_similarity is not None and instructions is not None:
+        stack = np.stack([np.asarray(v, dtype=np.float32) for v in instructions])
+        linked |= stack @ stack.T >= link_similarity
     _, labels = connected_components(csr_matrix(linked), directed=False)
     groups: dict[int, list[Evidence]] = {}
     for member, label in zip(members, labels.tolist(), strict=True):
@@ -133,17 +144,26 @@ class CentralAggregator:
         overlap: ``direction_overlap_threshold`` of the org's aggregation config.
         link_similarity: Vector similarity at which two members point the same way whatever
             their words (None: words only); see ``directions``.
+        embed: Embeds instructions (document vectors). When words and stored vectors leave a
+            cluster in several directions, the members' instructions are embedded alone and
+            compared at ``link_similarity``, so that paraphrases taught on different requests
+            count as one lesson. Only such clusters pay for it; None (or an embedder that
+            fails) keeps words and stored vectors.
     """
 
     overlap: float = 0.6
     link_similarity: float | None = None
+    embed: Callable[[Sequence[str]], Vectors] | None = field(default=None, compare=False)
     name: str = "central"
 
     def aggregate(self, members: Sequence[Evidence], *, min_users: int) -> Draft | None:
         """The largest direction's central instruction, if enough users stand behind it."""
         if not members:
             return None
-        chosen = directions(members, self.overlap, self.link_similarity)[0]
+        groups = directions(members, self.overlap, self.link_similarity)
+        if len(groups) > 1:
+            groups = self._by_meaning(members, groups)
+        chosen = groups[0]
         if len({m.user_id for m in chosen}) < min_users:
             return None
         center = _most_central(chosen)
@@ -158,6 +178,17 @@ class CentralAggregator:
             blocking_issue=_shared_blocking_issue(chosen, center),
             member_ids=tuple(sorted(m.id for m in chosen)),
         )
+
+    def _by_meaning(self, members: Sequence[Evidence], groups: list[list[Evidence]]) -> list[list[Evidence]]:
+        """The directions again, with the instructions' own vectors (when they can be had)."""
+        if self.embed is None or self.link_similarity is None:
+            return groups
+        try:
+            vectors = list(self.embed([m.content for m in members]))
+        except ReflexioError as exc:  # a hosted embedder is down: words and stored vectors decide
+            log.warning("instructions not embedded, directions by words: %s", exc)
+            return groups
+        return directions(members, self.overlap, self.link_similarity, instructions=vectors)
 
 
 def _by_centrality(members: Sequence[Evidence]) -> list[Evidence]:

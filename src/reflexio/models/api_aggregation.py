@@ -28,6 +28,7 @@ __all__ = [
     "AgentPlaybookUpdateEntry",
     "GetLearningProvenanceRequest",
     "GetLearningProvenanceResponse",
+    "GetReviewQueueRequest",
     "PendingReviewItem",
     "PendingReviewResponse",
     "PlaybookAggregationChangeLog",
@@ -191,6 +192,13 @@ class PendingReviewItem(WireModel):
     source_user_playbooks: list[UserPlaybookView] = Field(default_factory=list)
     revises: AgentPlaybookView | None = None
     follows_rejected_agent_playbook_id: int | None = None
+
+
+class GetReviewQueueRequest(WireModel):
+    """``POST /api/get_agent_playbook_review_queue`` (addition): what waits for a reviewer."""
+
+    agent_version: NonEmptyStr | None = None
+    limit: int = Field(default=100, gt=0, le=1000)
 
 
 class PendingReviewResponse(WireModel):

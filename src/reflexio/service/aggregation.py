@@ -74,7 +74,11 @@ def _aggregator(core: Core, config: Config, org_id: str, job_id: int | None, sim
     if llm is None:
         agg = aggregation_config(config)
         overlap = agg.direction_overlap_threshold if agg is not None else 0.6
-        return CentralAggregator(overlap=overlap, link_similarity=similarity + DIRECTION_MARGIN)
+        return CentralAggregator(
+            overlap=overlap,
+            link_similarity=similarity + DIRECTION_MARGIN,
+            embed=lambda texts: core.embedder.embed(texts, kind="document"),
+        )
     return LLMAggregator(
         metered(llm, core.storage, org_id, job_id), agent_context=config.agent_context_prompt or ""
     )
@@ -92,7 +96,14 @@ def _decide(
     agg = aggregation_config(config)
     similarity = agg.clustering_similarity if agg is not None and agg.clustering_similarity else None
     similarity = similarity or default_similarity(core.embedder.name)
-    members = [Member(r.id, str(r.user_id), r.embedding) for r in scope.members if r.embedding is not None]
+    basis = basis_of(core.embedder.name, similarity)
+    # Clusters grouped under another embedder or threshold do not hold: regroup from scratch.
+    full = full or any(c.basis != basis for c in scope.clusters)
+    members = [
+        Member(r.id, str(r.user_id), r.embedding)
+        for r in scope.members
+        if r.embedding is not None and r.embed_model == core.embedder.name
+    ]
     previous = [Cluster(c.id, c.member_ids) for c in scope.clusters]
     regrouped = regroup(previous, members, similarity, full=full)
     authors = {r.id: str(r.user_id) for r in scope.members}
@@ -129,7 +140,12 @@ def _decide(
         if time.monotonic() - reported >= REPORT_SECONDS:  # a write per report: not per cluster
             report({"stage": "aggregating", "clusters_done": done, "clusters_total": len(todo)})
             reported = time.monotonic()
-    return Outcome(result, regrouped.clusters, regrouped.removed, works, drafts, failed)
+    return Outcome(result, regrouped.clusters, regrouped.removed, works, drafts, failed, basis, full)
+
+
+def basis_of(embed_model: str, similarity: float) -> str:
+    """What a scope's clusters are grouped with, stored on each cluster."""
+    return f"{embed_model} similarity {similarity:.4f}"
 
 
 def aggregation_handler(core: Core) -> Handler:
@@ -152,7 +168,7 @@ def aggregation_handler(core: Core) -> Handler:
             report=lambda progress: ctx.storage.set_job_progress(job.id, ctx.worker, progress),
         )
         with ctx.effects() as tx:
-            write_outcome(tx, scope, config, outcome, full=full, job_id=job.id)
+            write_outcome(tx, scope, config, outcome, full=outcome.full, job_id=job.id)
             total = outcome.result.aggregator_calls
             progress = {"stage": "done", "clusters_done": total, "clusters_total": total}
             tx.set_job_progress(job.id, ctx.worker, progress | {"result": outcome.result.model_dump()})
@@ -201,7 +217,7 @@ def submit(core: Core, org_id: str, req: PlaybookAggregationOperationRequest) ->
     job = aggregation_job(
         org_id, req.agent_version, req.playbook_name, delay=0.0, full=req.full, request_id=req.request_id
     )
-    (queued,) = core.storage.enqueue_jobs([job], debounce=True)
+    (queued,) = core.storage.enqueue_jobs([job], sooner=True)
     return operation_of(queued)
 
 

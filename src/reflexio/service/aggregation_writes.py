@@ -49,6 +49,8 @@ class Outcome:
     works: list[Work]
     drafts: dict[int, Draft]  # index into works → its draft
     failed: set[int]  # index into works whose draft failed: left undecided for the next run
+    basis: str | None = None  # what the clusters were grouped with, written on each
+    full: bool = False  # regrouped from scratch (asked for, or the basis changed)
 
 
 def _snapshot(row: Learning) -> dict[str, Any]:
@@ -181,11 +183,14 @@ def write_outcome(
         )
         if work.verdict is Verdict.UNCHANGED:
             result.clusters_unchanged += 1
-            if record.member_ids != tuple(cluster.member_ids):  # same set, other order: nothing to write
-                rows.append(replace(record, member_ids=tuple(cluster.member_ids)))
+            # same set in the same order, on the same basis: nothing to write
+            if record.member_ids != tuple(cluster.member_ids) or record.basis != outcome.basis:
+                rows.append(replace(record, member_ids=tuple(cluster.member_ids), basis=outcome.basis))
             continue
         result.clusters_changed += 1
-        record = replace(record, member_ids=tuple(cluster.member_ids), fingerprint=cluster.fingerprint)
+        record = replace(
+            record, member_ids=tuple(cluster.member_ids), fingerprint=cluster.fingerprint, basis=outcome.basis
+        )
         if n in outcome.failed:
             result.failed_clusters += 1
             rows.append(record)  # members stored, decision left for the next run

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import replace
 
 from reflexio.errors import NotFoundError, ValidationError
 from reflexio.filters import LearningFilter, RequestFilter
@@ -27,6 +28,7 @@ __all__ = [
     "keyless_data_notes",
     "list_keys",
     "revoke_key",
+    "set_reviewer",
 ]
 
 #: Every key starts with this, so leaked keys are easy to spot in logs and by secret scanners.
@@ -105,6 +107,25 @@ def revoke_key(core: Core, key_id: int, org_id: str | None = None) -> None:
     if key is None or key.revoked_at is not None or not core.storage.revoke_api_key(key_id):
         raise NotFoundError(f"no active API key with id {key_id}")
     core.forget_keys()
+
+
+def set_reviewer(core: Core, key_id: int, reviewer: bool, org_id: str | None = None) -> ApiKeyRecord:
+    """Let an existing key review agent playbooks (approve, reject), or take that right away.
+
+    Keys are looked up on every request, so the change holds at once in every process that
+    shares the storage; the key itself (and what was published with it) is unchanged.
+
+    Returns:
+        The key as it is now.
+
+    Raises:
+        NotFoundError: No active key with this id (in this org, when ``org_id`` is given).
+    """
+    owned = {k.id: k for k in core.storage.list_api_keys(org_id)}
+    key = owned.get(key_id)
+    if key is None or key.revoked_at is not None or not core.storage.set_api_key_reviewer(key_id, reviewer):
+        raise NotFoundError(f"no active API key with id {key_id}")
+    return replace(key, reviewer=reviewer)
 
 
 def identify(core: Core, bearer: str) -> ApiKeyRecord | None:

@@ -45,13 +45,15 @@ def require_reviewer(is_reviewer: bool, action: str) -> None:
     dashboard ask the same question, and give the same answer).
 
     Raises:
-        PermissionDeniedError: The key was not created with ``--reviewer``.
+        PermissionDeniedError: The key is not a reviewer's (``keys create --reviewer``,
+            ``keys set-reviewer``).
     """
     if not is_reviewer:
         raise PermissionDeniedError(
             f"this API key may not review agent playbooks ({action}): only the operator on the "
-            "server's machine and keys created with `reflexio keys create --reviewer` may; "
-            "use such a key, or leave the playbook pending for a reviewer",
+            "server's machine and keys created with `reflexio keys create --reviewer` (or made "
+            "reviewers with `reflexio keys set-reviewer KEY_ID`) may; use such a key, or leave "
+            "the playbook pending for a reviewer",
             details={"action": action},
         )
 

@@ -37,7 +37,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import exposure, quotas, standing, views
+from reflexio.service import exposure, quotas, revisions, standing, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -127,8 +127,15 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
     timings["candidates_ms"] = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     per_filter: list[list[Candidate]] = [[] for _ in plan.filters]
+    # beside the approved version it revises, a pending revision is not served (asking for
+    # pending playbooks only is a reviewer's preview: it is)
+    beside = {n for n, f in enumerate(plan.filters) if f.approvals and Approval.APPROVED in f.approvals}
+    unserved = revisions.pending_revisions(
+        core.storage, org_id, (c.learning for c in candidates if c.filter_index in beside)
+    )
     for candidate in candidates:
-        per_filter[candidate.filter_index].append(candidate)
+        if candidate.learning.id not in unserved:
+            per_filter[candidate.filter_index].append(candidate)
     hits = [_rank_one(group, plan) for group in per_filter]
     first: set[int] = set()
     if any(f is not None for f in plan.standing):

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from reflexio.errors import ValidationError
 from reflexio.filters import InteractionFilter, LearningFilter, RequestFilter
+from reflexio.learn.aggregation_trigger import delay_of, enqueue_aggregations
 from reflexio.models import (
     ClearUserDataRequest,
     ClearUserDataResponse,
@@ -27,7 +28,7 @@ from reflexio.models import (
     LearningImpactView,
     SessionOutcomeRecord,
 )
-from reflexio.records import EvaluationRecord, LearningEvent, LearningKind, RequestRecord
+from reflexio.records import EvaluationRecord, LearningEvent, LearningKind, LearningStatus, RequestRecord
 from reflexio.service import impact, outcomes, views
 from reflexio.service.core import Core
 
@@ -51,8 +52,20 @@ class UserExport(ExportUserDataResponse):
 
 
 def clear_user_data(core: Core, org_id: str, req: ClearUserDataRequest) -> ClearUserDataResponse:
-    """Delete everything of one user in the caller's org, search indexes included."""
-    counts = core.storage.clear_user(org_id, req.user_id)
+    """Delete everything of one user in the caller's org, search indexes included.
+
+    Agent playbooks are everyone's and stay, but the user's lessons no longer stand behind
+    them: the scopes the user taught are queued for aggregation in the same transaction, so a
+    playbook left with too few users leaves retrieval at the next run.
+    """
+    taught = LearningFilter(
+        kinds=(LearningKind.USER_PLAYBOOK,), user_id=req.user_id, statuses=(LearningStatus.CURRENT,)
+    )
+    delay = delay_of(core.org_config(org_id))
+    with core.storage.transaction() as tx:
+        rules = tx.get_learnings(org_id, taught)
+        counts = tx.clear_user(org_id, req.user_id)
+        enqueue_aggregations(tx, org_id, rules, delay=delay)
     counts.pop("agent_playbooks", None)  # never the user's: always zero
     total = sum(counts.values())
     return ClearUserDataResponse(

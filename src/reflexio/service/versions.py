@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from reflexio.errors import ConflictError
 from reflexio.filters import LearningFilter
+from reflexio.learn.aggregation_trigger import DEBOUNCE_SECONDS, delay_of, enqueue_aggregations
 from reflexio.models import (
     DowngradeProfilesRequest,
     DowngradeProfilesResponse,
@@ -79,10 +80,24 @@ def _scopes(tx: Storage, org_id: str, scope: _Scope, status: LearningStatus, aff
 
 
 def _move(
-    tx: Storage, org_id: str, scopes: Sequence[_Scope], old: LearningStatus, new: LearningStatus, audit: Audit
+    tx: Storage,
+    org_id: str,
+    scopes: Sequence[_Scope],
+    old: LearningStatus,
+    new: LearningStatus,
+    audit: Audit,
+    delay: float = DEBOUNCE_SECONDS,
 ) -> int:
-    """Set ``new`` on every row of status ``old`` in the scopes; how many moved."""
-    return sum(len(tx.update_learnings(org_id, s.where(old), {"status": new}, audit)) for s in scopes)
+    """Set ``new`` on every row of status ``old`` in the scopes; how many moved.
+
+    User playbooks that become current change what their scopes generalise: their
+    aggregation is queued in the same transaction (debounced like any other change).
+    """
+    moved = [i for s in scopes for i in tx.update_learnings(org_id, s.where(old), {"status": new}, audit)]
+    if new is _CURRENT and moved:
+        rows = tx.get_learnings(org_id, LearningFilter(ids=tuple(moved)))
+        enqueue_aggregations(tx, org_id, rows, delay=delay)
+    return len(moved)
 
 
 def _has(tx: Storage, org_id: str, scopes: Sequence[_Scope], status: LearningStatus) -> bool:
@@ -98,6 +113,7 @@ def _upgrade(
         ConflictError: Nothing pending in scope.
     """
     audit = Audit(actor="upgrade", reason=f"upgrade requested by {actor}")
+    delay = delay_of(core.org_config(org_id))
     with core.storage.transaction() as tx:
         _refuse_during_rerun(tx, org_id, scope.kind)
         scopes = _scopes(tx, org_id, scope, _PENDING, affected)
@@ -107,7 +123,7 @@ def _upgrade(
         if archive_current:
             retired = _move(tx, org_id, scopes, _ARCHIVED, LearningStatus.SUPERSEDED, audit)
             archived = _move(tx, org_id, scopes, _CURRENT, _ARCHIVED, audit)
-        promoted = _move(tx, org_id, scopes, _PENDING, _CURRENT, audit)
+        promoted = _move(tx, org_id, scopes, _PENDING, _CURRENT, audit, delay)
     return retired, archived, promoted
 
 
@@ -143,12 +159,13 @@ def _downgrade(core: Core, org_id: str, scope: _Scope, *, affected: bool, actor:
         ConflictError: Nothing archived in scope.
     """
     audit = Audit(actor="downgrade", reason=f"downgrade requested by {actor}")
+    delay = delay_of(core.org_config(org_id))
     with core.storage.transaction() as tx:
         scopes = _scopes(tx, org_id, scope, _ARCHIVED, affected)
         if not _has(tx, org_id, scopes, _ARCHIVED):
             raise ConflictError(f"no archived {_noun(scope.kind)} to restore in this scope")
         demoted = _move(tx, org_id, scopes, _CURRENT, LearningStatus.ARCHIVE_IN_PROGRESS, audit)
-        restored = _move(tx, org_id, scopes, _ARCHIVED, _CURRENT, audit)
+        restored = _move(tx, org_id, scopes, _ARCHIVED, _CURRENT, audit, delay)
         _move(tx, org_id, scopes, LearningStatus.ARCHIVE_IN_PROGRESS, _ARCHIVED, audit)
     return demoted, restored
 

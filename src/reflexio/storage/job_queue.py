@@ -38,8 +38,8 @@ class SqlJobQueue:
     def __init__(self, db: Connector) -> None:
         self.db = db
 
-    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
-        query = "enqueue_job_debounced" if debounce else "enqueue_job"
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False, sooner: bool = False) -> list[Job]:
+        query = "enqueue_job_sooner" if sooner else "enqueue_job_debounced" if debounce else "enqueue_job"
         trace = telemetry.carrier()  # the enqueuer's trace (a publish's): the worker continues it
         with self.db.transaction(savepoint=False) as db:  # on the publish path; it never fails by design
             t = now()

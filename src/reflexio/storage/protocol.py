@@ -490,15 +490,21 @@ class Storage(JobQueue, Protocol):
         """Revoke a key; False when it does not exist or was already revoked."""
         ...
 
+    def set_api_key_reviewer(self, key_id: int, reviewer: bool) -> bool:
+        """Let an active key review agent playbooks, or stop it; False when no such active key."""
+        ...
+
     def has_api_keys(self) -> bool:
         """Whether any active key exists (then every /api request needs one)."""
         ...
 
     # -- jobs -------------------------------------------------------------------------------
-    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False) -> list[Job]:
+    def enqueue_jobs(self, jobs: Sequence[Job], *, debounce: bool = False, sooner: bool = False) -> list[Job]:
         """Queue jobs. A job whose (org, task, key) is already queued is not duplicated:
         the queued one is returned, and with ``debounce`` its run time and payload move to
-        the new job's (the session-idle timer).
+        the new job's (the session-idle timer); with ``sooner`` its run time moves to the new
+        job's when that is earlier (an on-demand run joining a debounced one), and its payload
+        to the new job's.
         """
         ...
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -443,6 +445,7 @@ def cluster_params(c: ClusterRecord, updated_at: float) -> dict[str, Any]:
         "decided_fingerprint": c.decided_fingerprint,
         "agent_playbook_id": c.agent_playbook_id,
         "revision_id": c.revision_id,
+        "basis": c.basis,
         "updated_at": updated_at,
     }
 
@@ -459,6 +462,7 @@ def cluster_from(r: Mapping[str, Any]) -> ClusterRecord:
         decided_fingerprint=r["decided_fingerprint"],
         agent_playbook_id=_int_or_none(r["agent_playbook_id"]),
         revision_id=_int_or_none(r["revision_id"]),
+        basis=r["basis"],
         updated_at=float(r["updated_at"]),
     )
 
@@ -475,6 +479,25 @@ def proposal_params(p: ProposalRecord, created_at: float) -> dict[str, Any]:
         "follows_rejection_id": p.follows_rejection_id,
         "job_id": p.job_id,
         "created_at": created_at,
+    }
+
+
+def without_user(p: ProposalRecord, user_id: str, member_ids: AbstractSet[int]) -> ProposalRecord:
+    """A proposal's evidence with a cleared user and their user playbooks taken out."""
+    return replace(
+        p,
+        member_ids=tuple(i for i in p.member_ids if i not in member_ids),
+        user_ids=tuple(u for u in p.user_ids if u != user_id),
+    )
+
+
+def proposal_evidence_params(p: ProposalRecord) -> dict[str, Any]:
+    """Named parameters for rewriting a proposal's evidence (members and users)."""
+    return {
+        "org_id": p.org_id,
+        "agent_playbook_id": p.agent_playbook_id,
+        "member_ids": _dumps(list(p.member_ids)),
+        "user_ids": _dumps(list(p.user_ids)),
     }
 
 

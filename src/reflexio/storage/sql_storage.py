@@ -516,6 +516,11 @@ class SqlStorage(ReflectTables, SqlJobQueue):
             if doomed:
                 ids = db.dialect.bind_list([row.id for row in doomed])
                 db.execute("clear_user_reflection_actions", {"org_id": org_id, "ids": ids})
+            # agent playbooks stay (they are everyone's), but no longer name the user as evidence
+            gone = {row.id for row in doomed}
+            for found in db.all("user_proposals", who):
+                kept = rows.without_user(rows.proposal_from(found), user_id, gone)
+                db.execute("update_proposal_evidence", rows.proposal_evidence_params(kept))
             self._delete_rows(db, seq, org_id, doomed, [])
             counts = {"requests": n_req, "interactions": n_int, **learning_writes.count_kinds(doomed)}
             for table in ("events", "stream_events", "evaluations", "bookmarks", "outcomes"):
@@ -547,6 +552,10 @@ class SqlStorage(ReflectTables, SqlJobQueue):
     def revoke_api_key(self, key_id: int) -> bool:
         with self.db.transaction() as db:
             return db.execute("revoke_api_key", {"id": key_id, "now": now()}) > 0
+
+    def set_api_key_reviewer(self, key_id: int, reviewer: bool) -> bool:
+        with self.db.transaction() as db:
+            return db.execute("set_api_key_reviewer", {"id": key_id, "reviewer": reviewer}) > 0
 
     def has_api_keys(self) -> bool:
         row = self.db.one("has_api_keys")

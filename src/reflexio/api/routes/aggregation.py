@@ -1,4 +1,5 @@
-"""Generalize routes (0.2.32 shapes): run an aggregation, follow its operation, read change logs."""
+"""Generalize routes (0.2.32 shapes): run an aggregation, follow its operation, read change logs,
+and the review queue (an addition in the same style)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import api_router, documented
 from reflexio.models import RunPlaybookAggregationRequest, RunPlaybookAggregationResponse
 from reflexio.models.api_aggregation import (
+    GetReviewQueueRequest,
+    PendingReviewResponse,
     PlaybookAggregationChangeLogResponse,
     PlaybookAggregationOperation,
     PlaybookAggregationOperationRequest,
 )
 from reflexio.models.fields import NonEmptyStr
-from reflexio.service import aggregation
+from reflexio.service import aggregation, review_queue
 
 __all__ = ["RUN_WAIT_SECONDS", "router"]
 
@@ -66,3 +69,13 @@ def get_playbook_aggregation_change_logs(
     return aggregation.change_logs(
         core, caller.org_id, agent_version=agent_version, playbook_name=playbook_name, limit=limit
     )
+
+
+@router.post("/get_agent_playbook_review_queue")
+def get_agent_playbook_review_queue(
+    body: GetReviewQueueRequest, core: CoreDep, caller: CallerDep
+) -> PendingReviewResponse:
+    """Pending agent playbooks and revisions, oldest first, each with its evidence (the user
+    playbooks it generalises, distinct users, the version a revision replaces), and counts per
+    review state. Reading needs no reviewer key; deciding does."""
+    return review_queue.review_queue(core, caller.org_id, agent_version=body.agent_version, limit=body.limit)

@@ -1,12 +1,13 @@
 """The Claude Code hook commands: search on prompt submit, publish on stop and session end.
 
-Claude Code runs ``python -I -m reflexio.integrations.claude_code <event>`` with the hook's
-JSON on stdin:
+Claude Code runs ``python -I -S .../reflexio/integrations/claude_code/__main__.py <event>``
+(see ``__main__`` for why that form) with the hook's JSON on stdin:
 
 * ``prompt`` (UserPromptSubmit): search with the prompt and print the block as
   ``hookSpecificOutput.additionalContext``; remember what was injected. This runs before every
-  prompt, so it uses the standard library only (``http.client``, ``sqlite3``) and starts in
-  milliseconds: the SDK and pydantic would cost more than the whole budget.
+  prompt, so it uses the standard library only (``socket``, ``json``, ``sqlite3``) and starts in
+  milliseconds: the SDK and pydantic would cost more than the whole budget, and so would
+  ``typing``, ``dataclasses``, ``pathlib`` and ``urllib.parse`` (``bench/hooks``).
 * ``stop`` (Stop) and ``session-end`` (SessionEnd): read the transcript since the last publish,
   queue one publish of those turns (tool calls with their status, and on each answer the
   learnings its prompt was given) in the outbox, and start a background ``flush``.
@@ -24,20 +25,21 @@ import os
 import socket
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from reflexio.config import ClaudeCodeSettings
-from reflexio.integrations.claude_code.outbox import Injection, Outbox
+from reflexio.environment import ClaudeCodeSettings
+from reflexio.integrations.claude_code.outbox import Outbox
 from reflexio.prompt_text import STANDING_TAG, PromptItem, pack, rule_line
 
+TYPE_CHECKING = False  # ``typing`` is not imported at run time (start-up time; see _split_url)
 if TYPE_CHECKING:  # the prompt hook never reads a transcript: it does not import the reader
+    from typing import Any
+
+    from reflexio.integrations.claude_code.outbox import Injection
     from reflexio.integrations.claude_code.transcript import Turn
 
 __all__ = ["EVENTS", "SOURCE", "flush", "main", "on_prompt", "on_stop"]
 
-_LOG_FOLDER: list[Path] = []
+_LOG_FOLDER: list[str] = []
 
 
 def _log(level: str, message: str, *args: object, trace: bool = False) -> None:
@@ -46,7 +48,7 @@ def _log(level: str, message: str, *args: object, trace: bool = False) -> None:
 
     logger = logging.getLogger("reflexio.claude_code")
     if not logger.handlers and _LOG_FOLDER:
-        handler = logging.FileHandler(_LOG_FOLDER[0] / "hooks.log")
+        handler = logging.FileHandler(os.path.join(_LOG_FOLDER[0], "hooks.log"))
         handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
@@ -114,24 +116,48 @@ def _post(settings: ClaudeCodeSettings, path: str, body: dict[str, Any]) -> dict
     ``http.client`` pulls in the ``email`` package, which alone costs more start-up time than
     the search. HTTPS goes through ``http.client`` and ``ssl``, which cost that anyway.
     """
-    url = urlsplit(settings.client.url)
+    scheme, host, port, base = _split_url(settings.url)
     headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
-    if settings.client.api_key:
-        headers["Authorization"] = f"Bearer {settings.client.api_key}"
-    target = url.path.rstrip("/") + path
+    if settings.api_key:
+        headers["Authorization"] = f"Bearer {settings.api_key}"
+    target = base.rstrip("/") + path
     payload = json.dumps(body).encode()
-    if url.scheme == "https":
-        status, data = _post_tls(
-            url.hostname or "", url.port or 443, target, payload, headers, settings.timeout_seconds
-        )
-    else:
-        status, data = _post_plain(
-            url.hostname or "127.0.0.1", url.port or 80, target, payload, headers, settings.timeout_seconds
-        )
+    send = _post_tls if scheme == "https" else _post_plain
+    status, data = send(host, port, target, payload, headers, settings.timeout_seconds)
     if status != 200:
         raise RuntimeError(f"POST {path} answered {status}: {data[:300]!r}")
     answer: dict[str, Any] = json.loads(data)
     return answer
+
+
+def _split_url(url: str) -> tuple[str, str, int, str]:
+    """``scheme://host[:port][/path]`` as (scheme, host, port, path).
+
+    Written out rather than ``urllib.parse.urlsplit``: that module (and ``ipaddress`` with it)
+    costs the prompt hook about as much start-up time as the server takes to search. It takes
+    what ``REFLEXIO_URL`` holds: http or https, a name, an IPv4 or a bracketed IPv6 address.
+
+    Raises:
+        ValueError: The URL is not http(s), has no host, or its port is not a number.
+    """
+    scheme, sep, rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in {"http", "https"}:
+        raise ValueError(f"REFLEXIO_URL must be an http:// or https:// URL, got {url!r}")
+    netloc, slash, path = rest.partition("/")
+    netloc = netloc.rpartition("@")[2]  # user:password@ is never sent by the hooks
+    if netloc.startswith("["):
+        host, bracket, tail = netloc[1:].partition("]")
+        if not bracket or (tail and not tail.startswith(":")):
+            raise ValueError(f"REFLEXIO_URL has an unclosed IPv6 address: {url!r}")
+        port = tail[1:]
+    else:
+        host, _, port = netloc.partition(":")
+    if not host:
+        raise ValueError(f"REFLEXIO_URL has no host: {url!r}")
+    if port and not port.isdigit():
+        raise ValueError(f"REFLEXIO_URL has a port that is not a number: {url!r}")
+    return scheme, host, int(port) if port else (443 if scheme == "https" else 80), slash + path
 
 
 def _post_plain(
@@ -222,12 +248,12 @@ def _items(found: dict[str, Any]) -> list[PromptItem]:
 def on_stop(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbox, *, finished: bool) -> bool:
     """The Stop / SessionEnd hook: queue the turns since the last publish; True when queued."""
     session_id = str(payload.get("session_id", ""))
-    path = Path(str(payload.get("transcript_path", "")))
-    if not session_id or not path.is_file():
+    path = str(payload.get("transcript_path", ""))
+    if not session_id or not os.path.isfile(path):
         _log("WARNING", "no transcript to read for session %r at %s", session_id, path)
         return False
     offset = outbox.offset(session_id)
-    if offset > path.stat().st_size:  # the file was replaced: read it again from the top
+    if offset > os.path.getsize(path):  # the file was replaced: read it again from the top
         offset = 0
     from reflexio.integrations.claude_code.transcript import read_turns
 
@@ -247,7 +273,7 @@ def on_stop(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbo
         }
     else:
         return False
-    outbox.enqueue(session_id, str(path), end, message, consumed)
+    outbox.enqueue(session_id, path, end, message, consumed)
     return True
 
 
@@ -332,8 +358,8 @@ def flush(settings: ClaudeCodeSettings, outbox: Outbox) -> int:
     sent = 0
     try:
         client = ReflexioClient(
-            api_key=settings.client.api_key,
-            url_endpoint=settings.client.url,
+            api_key=settings.api_key,
+            url_endpoint=settings.url,
             timeout=settings.timeout_seconds * 5,
         )
         with client:
@@ -375,7 +401,7 @@ def main(argv: list[str]) -> int:
     """Run one hook event; always 0, whatever happens (the agent must never break on us)."""
     settings = ClaudeCodeSettings.from_env()
     try:
-        settings.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.makedirs(settings.folder, mode=0o700, exist_ok=True)
         _LOG_FOLDER.append(settings.folder)
         _run(argv[0] if argv else "", settings)
     except OSError as exc:  # the server is down or slow: expected, and the outbox keeps the turns
@@ -388,7 +414,7 @@ def main(argv: list[str]) -> int:
 def _run(event: str, settings: ClaudeCodeSettings) -> None:
     if event not in EVENTS:
         raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
-    outbox = Outbox(settings.folder / "outbox.db")
+    outbox = Outbox(os.path.join(settings.folder, "outbox.db"))
     try:
         if event == "flush":
             sent = flush(settings, outbox)

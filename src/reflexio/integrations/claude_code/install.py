@@ -20,10 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["HOOKS", "MARKER", "hook_command", "install", "settings_path", "uninstall"]
+__all__ = ["HOOKS", "HOOK_SCRIPT", "MARKER", "hook_command", "install", "settings_path", "uninstall"]
 
-#: Part of every command we install, so a reinstall or uninstall finds our entries.
+#: The module the hooks are (``python -I -m MARKER <event>`` runs them too, as earlier installs did).
 MARKER = "reflexio.integrations.claude_code"
+#: The file the installed commands run, with ``python -I -S``: see its docstring for why.
+HOOK_SCRIPT = str(Path(__file__).resolve().with_name("__main__.py"))
+#: What our commands contain, however they were installed, so a reinstall or uninstall finds them.
+_OURS = (MARKER, str(Path("reflexio", "integrations", "claude_code", "__main__.py")))
 
 #: Claude Code event -> (our hook event, Claude Code's timeout for it in seconds). The hooks
 #: bound their own waits well below these; Claude Code's timeout is the last resort.
@@ -42,7 +46,7 @@ def settings_path(scope: Literal["project", "user"], *, project_dir: Path, home:
 
 def hook_command(event: str, *, python: str = sys.executable, url: str = "") -> str:
     """The shell command Claude Code runs for one of our events (``url`` pins the server)."""
-    command = f"{shlex.quote(python)} -I -m {MARKER} {event}"
+    command = f"{shlex.quote(python)} -I -S {shlex.quote(HOOK_SCRIPT)} {event}"
     return f"REFLEXIO_URL={shlex.quote(url)} {command}" if url else command
 
 
@@ -92,12 +96,16 @@ def _without_ours(groups: Any) -> list[Any]:
     out = []
     for group in groups:
         entries = group.get("hooks", []) if isinstance(group, dict) else []
-        mine = [h for h in entries if isinstance(h, dict) and MARKER in str(h.get("command", ""))]
+        mine = [h for h in entries if isinstance(h, dict) and _is_ours(str(h.get("command", "")))]
         if not mine:
             out.append(group)
         elif len(mine) < len(entries):
             out.append({**group, "hooks": [h for h in entries if h not in mine]})
     return out
+
+
+def _is_ours(command: str) -> bool:
+    return any(mark in command for mark in _OURS)
 
 
 def _read(path: Path) -> dict[str, Any]:

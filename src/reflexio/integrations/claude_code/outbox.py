@@ -11,19 +11,21 @@ sessions never corrupt each other (WAL, a busy timeout):
 * ``injections``: what the prompt hook injected (the ``retrieved_learnings``), until the stop
   hook publishes it with the answer it went with.
 
-Standard library only: the prompt hook opens this on every prompt.
+The prompt hook opens this on every prompt, so it imports ``json``, ``os``, ``sqlite3`` and
+``time`` only: no ``dataclasses``, ``contextlib``, ``pathlib`` or ``typing``, which would cost
+that hook more start-up time than its search (``bench/hooks``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # type checkers read this as True; ``typing`` is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Injection", "Outbox", "Pending"]
 
@@ -58,34 +60,54 @@ CREATE TABLE IF NOT EXISTS flusher (
 """
 
 
-@dataclass(frozen=True, slots=True)
 class Pending:
     """A publish waiting in the outbox."""
 
-    id: int
-    request_id: str
-    payload: dict[str, Any]
-    attempts: int
+    __slots__ = ("attempts", "id", "payload", "request_id")
+
+    def __init__(self, id: int, request_id: str, payload: dict[str, Any], attempts: int) -> None:
+        self.id = id
+        self.request_id = request_id
+        self.payload = payload
+        self.attempts = attempts
 
 
-@dataclass(frozen=True, slots=True)
 class Injection:
     """What the prompt hook injected for one prompt of a session."""
 
-    id: int
-    prompt: str
-    learnings: list[dict[str, str]]
+    __slots__ = ("id", "learnings", "prompt")
+
+    def __init__(self, id: int, prompt: str, learnings: list[dict[str, str]]) -> None:
+        self.id = id
+        self.prompt = prompt
+        self.learnings = learnings
+
+
+class _Transaction:
+    """``with outbox.transaction() as db``: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on error."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
 class Outbox:
     """The hooks' SQLite file (created on first use, owner-only)."""
 
-    def __init__(self, path: Path, *, busy_timeout: float = 2.0) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fresh = not path.exists()
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        fresh = not os.path.exists(path)
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
         if fresh:
-            path.chmod(0o600)
+            os.chmod(path, 0o600)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
@@ -94,16 +116,9 @@ class Outbox:
         """Close the file."""
         self._db.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> _Transaction:
         """One write transaction (taken at once, so concurrent hooks queue instead of failing)."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        return _Transaction(self._db)
 
     # -- transcripts ------------------------------------------------------------------------
     def offset(self, session_id: str) -> int:

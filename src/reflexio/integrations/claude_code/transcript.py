@@ -14,6 +14,7 @@ is not complete yet, returning where it stopped, so the next read continues ther
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +46,9 @@ class Turn:
         return out
 
 
-def read_turns(path: Path, offset: int) -> tuple[list[Turn], int]:
+def read_turns(path: str | os.PathLike[str], offset: int) -> tuple[list[Turn], int]:
     """The turns written to ``path`` after ``offset`` bytes, and the offset after the last full line."""
-    with path.open("rb") as handle:
+    with Path(path).open("rb") as handle:
         handle.seek(offset)
         data = handle.read()
     end = data.rfind(b"\n") + 1  # a line still being written is read next time

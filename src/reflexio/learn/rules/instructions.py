@@ -79,7 +79,9 @@ _POSITIVE = re.compile(
 _SHOULD_HAVE = re.compile(r"^you (?:should|could|would|ought to) have\s+(?P<body>.+)$", re.IGNORECASE)
 _FORGOT = re.compile(
     r"^you (?:forgot|missed|skipped|left out|omitted|ignored|didn't include|did not include|"
-    r"didn't mention|did not mention|didn't check|did not check|neglected|failed)\s+(?:to\s+)?(?P<body>.+)$",
+    r"didn't mention|did not mention|didn't check|did not check|neglected|failed|"
+    r"didn't (?:give|tell|send|show) me|did not (?:give|tell|send|show) me|didn't (?:give|provide|add)|"
+    r"did not (?:give|provide|add))\s+(?:to\s+)?(?P<body>.+)$",
     re.IGNORECASE,
 )
 _SCOPE = re.compile(

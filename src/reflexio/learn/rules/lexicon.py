@@ -45,6 +45,7 @@ __all__ = [
     "NOT_SELF_VERBS",
     "PERSISTENCE_CUES",
     "PROBLEM_CUES",
+    "REASON_CUES",
     "REPORTING_VERBS",
     "RESTATEMENT_CUES",
     "REVERSAL_CUES",
@@ -86,7 +87,7 @@ VERBS: Final = word_list(
     pick spend save invest budget bring listen cost seat require last expire belong contain mean
     depend sit stand hold support exist happen differ equal cap accept allow close open cover skip
     tag tip need arrive leave land depart stop begin say work state charge ship hurt feel seem
-    sound taste smell break fail crash freeze matter suit fit help drop lose win grow
+    sound taste smell break fail crash freeze matter suit fit help drop lose win grow draw plot
     """
 )
 
@@ -132,6 +133,14 @@ GENERAL_CUES: Final = phrase_list(
     before | after | first | when | whenever | if | unless | until | every | each | always | never |
     instead | only | again | next time | from now on | in future | going forward | anything | any |
     all
+    """
+)
+
+#: How a clause opens when it gives the reason for the instruction before it.
+REASON_CUES: Final = phrase_list(
+    """
+    otherwise | because | since | so that | so i | so we | so people | so they | that way |
+    it matters | this matters | it's important | it is important | people need
     """
 )
 

@@ -27,7 +27,10 @@ __all__ = ["confirms_fix", "recipe", "reports_problem"]
 MAX_RECIPE_CHARS = 400
 _NOT_FIXED = re.compile(
     r"\b(?:didn't|did not|hasn't|has not|doesn't|does not|isn't|is not|wasn't|not|never)\s+(?:\w+\s+){0,2}?"
-    r"(?:fix|work|solve|help|sort|resolve)|\bstill\b.{0,25}\b(?:not|n't|broken|fail|same|crash|error)",
+    r"(?:fix|work|solve|help|sort|resolve)|\bstill\b.{0,25}\b(?:not|n't|broken|fail|same|crash|error)|"
+    # a fix the user only imagines: "verify before claiming it's fixed", "until it works"
+    r"\b(?:before|until|unless|claim(?:s|ing)?|say(?:s|ing)?|pretend(?:ing)?)\s+(?:\w+\s+){0,2}?"
+    r"(?:it's |it is |that's |it |that |is )?(?:fixed|works|working|solved|resolved)\b",
     re.I,
 )
 

@@ -40,6 +40,7 @@ from reflexio.learn.rules.lexicon import (
     HYPOTHETICAL_OPENERS,
     ITEM_VERBS,
     PERSISTENCE_CUES,
+    REASON_CUES,
     REPORTING_VERBS,
     RESTATEMENT_CUES,
     REVERSAL_CUES,
@@ -164,13 +165,26 @@ def _read_sentence(sentence: str, reading: Reading, reacting: bool) -> list[Sign
     out: list[Signal] = []
     sentence_persists, body = _persistence(body)
     reading.grumbling = _GRUMBLE.match(sentence) is not None  # "Ugh, a middle seat." names no wish
-    for segment in segments(body):
+    parts = segments(body)
+    reasons = [_gives_reason(part) for part in parts]
+    for n, segment in enumerate(parts):
         if _reported(segment):
             continue
         persistent, text = _persistence(finish(_strip_openers(segment)))
+        justified = reacting and any(reasons[n + 1 :]) and imperative(text)
         if text:
-            out.extend(_read_segment(text, reading, reacting, persistent or sentence_persists, out))
+            lasting = persistent or sentence_persists or justified
+            out.extend(_read_segment(text, reading, reacting, lasting, out))
     return out
+
+
+def _gives_reason(segment: str) -> bool:
+    """A clause that justifies the one before it: "..., otherwise I cannot judge it", "...,
+    it matters to a lot of us", "..., I work at night". A reply's imperative followed by its
+    reason is a standing wish (a one-off request rarely comes with why it should always hold),
+    as a fact stated first makes one ("I'm diabetic, so keep desserts low in sugar")."""
+    opening = " ".join(words(segment)[:3])  # before openers are stripped: "so that" opens one
+    return has_phrase(opening, REASON_CUES) or bool(self_statements(_strip_openers(segment)))
 
 
 _ASKS = re.compile(r"^(?:can|could|would|will) you (?:please\s+)?(?P<body>.+)$", re.I)

@@ -211,6 +211,9 @@ FROM api_keys WHERE (%(org_id)s::text IS NULL OR org_id = %(org_id)s::text) ORDE
 -- name: revoke_api_key
 UPDATE api_keys SET revoked_at = %(now)s WHERE id = %(id)s AND revoked_at IS NULL
 
+-- name: set_api_key_reviewer
+UPDATE api_keys SET reviewer = %(reviewer)s WHERE id = %(id)s AND revoked_at IS NULL
+
 -- name: has_api_keys
 SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 
@@ -239,6 +242,21 @@ INSERT INTO jobs AS j (
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
 DO UPDATE SET run_at = greatest(j.run_at, excluded.run_at), payload = excluded.payload,
+    request_id = coalesce(nullif(excluded.request_id, ''), j.request_id), updated_at = excluded.updated_at
+RETURNING *
+
+-- name: enqueue_job_sooner
+-- An on-demand run: a job of that key already queued for later is brought forward to now,
+-- with the newer payload (a debounced trigger must not delay what a caller asked for now).
+INSERT INTO jobs AS j (
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
+) VALUES (
+    %(org_id)s, %(task)s, %(key)s, %(payload)s, 'queued', %(run_at)s, 0, %(max_attempts)s,
+    %(request_id)s, %(now)s, %(now)s, %(trace_context)s
+)
+ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued'
+DO UPDATE SET run_at = least(j.run_at, excluded.run_at), payload = excluded.payload,
     request_id = coalesce(nullif(excluded.request_id, ''), j.request_id), updated_at = excluded.updated_at
 RETURNING *
 
@@ -509,17 +527,17 @@ ORDER BY id
 -- name: insert_cluster
 INSERT INTO aggregation_clusters (
     org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
-    agent_playbook_id, revision_id, updated_at
+    agent_playbook_id, revision_id, basis, updated_at
 ) VALUES (
     %(org_id)s, %(agent_version)s, %(playbook_name)s, %(member_ids)s, %(fingerprint)s,
-    %(decided_fingerprint)s, %(agent_playbook_id)s, %(revision_id)s, %(updated_at)s
+    %(decided_fingerprint)s, %(agent_playbook_id)s, %(revision_id)s, %(basis)s, %(updated_at)s
 )
 RETURNING id
 
 -- name: update_cluster
 UPDATE aggregation_clusters SET member_ids = %(member_ids)s, fingerprint = %(fingerprint)s,
     decided_fingerprint = %(decided_fingerprint)s, agent_playbook_id = %(agent_playbook_id)s,
-    revision_id = %(revision_id)s, updated_at = %(updated_at)s
+    revision_id = %(revision_id)s, basis = %(basis)s, updated_at = %(updated_at)s
 WHERE org_id = %(org_id)s AND agent_version = %(agent_version)s
   AND playbook_name = %(playbook_name)s AND id = %(id)s
 
@@ -540,6 +558,15 @@ ON CONFLICT (org_id, agent_playbook_id) DO UPDATE SET cluster_id = excluded.clus
     member_ids = excluded.member_ids, user_ids = excluded.user_ids,
     revises_id = excluded.revises_id, follows_rejection_id = excluded.follows_rejection_id,
     job_id = excluded.job_id, created_at = excluded.created_at
+
+-- name: user_proposals
+SELECT * FROM agent_playbook_proposals
+WHERE org_id = %(org_id)s AND user_ids @> jsonb_build_array(%(user_id)s::text)
+ORDER BY agent_playbook_id
+
+-- name: update_proposal_evidence
+UPDATE agent_playbook_proposals SET member_ids = %(member_ids)s, user_ids = %(user_ids)s
+WHERE org_id = %(org_id)s AND agent_playbook_id = %(agent_playbook_id)s
 
 -- name: get_proposals
 SELECT * FROM agent_playbook_proposals

@@ -195,6 +195,9 @@ FROM api_keys WHERE (:org_id IS NULL OR org_id = :org_id) ORDER BY id
 -- name: revoke_api_key
 UPDATE api_keys SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL
 
+-- name: set_api_key_reviewer
+UPDATE api_keys SET reviewer = :reviewer WHERE id = :id AND revoked_at IS NULL
+
 -- name: has_api_keys
 SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL) AS present
 
@@ -223,6 +226,23 @@ INSERT INTO jobs (
 )
 ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO UPDATE SET
     run_at = max(jobs.run_at, excluded.run_at),
+    payload = excluded.payload,
+    request_id = coalesce(nullif(excluded.request_id, ''), jobs.request_id),
+    updated_at = excluded.updated_at
+RETURNING *
+
+-- name: enqueue_job_sooner
+-- An on-demand run: a job of that key already queued for later is brought forward to now,
+-- with the newer payload (a debounced trigger must not delay what a caller asked for now).
+INSERT INTO jobs (
+    org_id, task, key, payload, status, run_at, attempts, max_attempts, request_id, created_at, updated_at,
+    trace_context
+) VALUES (
+    :org_id, :task, :key, :payload, 'queued', :run_at, 0, :max_attempts, :request_id, :now, :now,
+    :trace_context
+)
+ON CONFLICT (org_id, task, key) WHERE key IS NOT NULL AND status = 'queued' DO UPDATE SET
+    run_at = min(jobs.run_at, excluded.run_at),
     payload = excluded.payload,
     request_id = coalesce(nullif(excluded.request_id, ''), jobs.request_id),
     updated_at = excluded.updated_at
@@ -486,17 +506,17 @@ ORDER BY id
 -- name: insert_cluster
 INSERT INTO aggregation_clusters (
     org_id, agent_version, playbook_name, member_ids, fingerprint, decided_fingerprint,
-    agent_playbook_id, revision_id, updated_at
+    agent_playbook_id, revision_id, basis, updated_at
 ) VALUES (
     :org_id, :agent_version, :playbook_name, :member_ids, :fingerprint, :decided_fingerprint,
-    :agent_playbook_id, :revision_id, :updated_at
+    :agent_playbook_id, :revision_id, :basis, :updated_at
 )
 RETURNING id
 
 -- name: update_cluster
 UPDATE aggregation_clusters SET member_ids = :member_ids, fingerprint = :fingerprint,
     decided_fingerprint = :decided_fingerprint, agent_playbook_id = :agent_playbook_id,
-    revision_id = :revision_id, updated_at = :updated_at
+    revision_id = :revision_id, basis = :basis, updated_at = :updated_at
 WHERE org_id = :org_id AND agent_version = :agent_version AND playbook_name = :playbook_name
   AND id = :id
 
@@ -517,6 +537,15 @@ ON CONFLICT (org_id, agent_playbook_id) DO UPDATE SET cluster_id = excluded.clus
     member_ids = excluded.member_ids, user_ids = excluded.user_ids,
     revises_id = excluded.revises_id, follows_rejection_id = excluded.follows_rejection_id,
     job_id = excluded.job_id, created_at = excluded.created_at
+
+-- name: user_proposals
+SELECT * FROM agent_playbook_proposals
+WHERE org_id = :org_id AND EXISTS (SELECT 1 FROM json_each(user_ids) WHERE value = :user_id)
+ORDER BY agent_playbook_id
+
+-- name: update_proposal_evidence
+UPDATE agent_playbook_proposals SET member_ids = :member_ids, user_ids = :user_ids
+WHERE org_id = :org_id AND agent_playbook_id = :agent_playbook_id
 
 -- name: get_proposals
 SELECT * FROM agent_playbook_proposals
