@@ -280,7 +280,7 @@ def set_reviewer(
     def action() -> Result:
         from reflexio.service import keys as key_service
 
-        with _core(storage_url) as core:
+        with local_core(storage_url) as core:
             record = key_service.set_reviewer(core, key_id, not off, org)
         state = "is now a reviewer" if record.reviewer else "is no longer a reviewer"
         return Result(_key_row(record), message=f"API key {record.id} ({record.prefix}) {state}")

@@ -19,7 +19,15 @@ from reflexio.models.entities import (
     RetrievedLearningKind,
     UserPlaybookView,
 )
-from reflexio.models.fields import DEFAULT_AGENT_VERSION, Id, RequestModel, RowId, WireModel, now_epoch
+from reflexio.models.fields import (
+    DEFAULT_AGENT_VERSION,
+    Id,
+    NonEmptyStr,
+    RequestModel,
+    RowId,
+    WireModel,
+    now_epoch,
+)
 
 __all__ = [
     "AgentPlaybookHistoryRequest",
@@ -194,7 +202,7 @@ class PendingReviewItem(WireModel):
     follows_rejected_agent_playbook_id: int | None = None
 
 
-class GetReviewQueueRequest(WireModel):
+class GetReviewQueueRequest(RequestModel):
     """``POST /api/get_agent_playbook_review_queue`` (addition): what waits for a reviewer."""
 
     agent_version: NonEmptyStr | None = None

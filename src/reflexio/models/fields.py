@@ -16,6 +16,7 @@ identifiers are strict: ``"5"`` is not an integer and ``"yes"`` is not a boolean
 schema says.
 """
 
+import functools
 import ipaddress
 import re
 import time
@@ -36,6 +37,8 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     StringConstraints,
+    TypeAdapter,
+    ValidationError,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -398,10 +401,30 @@ def _plain_url(value: object) -> object:
     return value
 
 
+@functools.cache
+def _http_url() -> TypeAdapter[HttpUrl]:
+    return TypeAdapter(HttpUrl)
+
+
+def _checked_url(value: str) -> str:
+    """Parse ``value`` as an http(s) URL and refuse metadata hosts, keeping the text as sent.
+
+    Pydantic's ``HttpUrl`` normalises (a bare host gains a trailing slash), so a URL valid at
+    its length limit would be stored one character longer and no longer load back; keeping
+    the text makes what is stored exactly what was sent and what the schema allows.
+    """
+    try:
+        url = _http_url().validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"must be an http(s) URL: {exc.errors()[0]['msg']}") from None
+    _reject_metadata_host(url)
+    return value
+
+
 SafeHttpUrl = Annotated[
-    HttpUrl,
+    str,
     BeforeValidator(_plain_url),
-    AfterValidator(_reject_metadata_host),
+    AfterValidator(_checked_url),
     WithJsonSchema({"type": "string", "format": "uri", "maxLength": _MAX_URL, "pattern": URL_PATTERN}),
 ]
 """An http(s) URL the server will call (LLM endpoints), never a cloud metadata endpoint.

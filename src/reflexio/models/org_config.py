@@ -241,11 +241,22 @@ class CustomEndpointConfig(_Strict):
     api_base: SafeHttpUrl
 
 
+def _bare_key_schema(schema: dict[str, Any]) -> None:
+    """Add the bare-key form (a non-blank string) beside each provider's object form."""
+    bare_key = ProviderKeyConfig.model_json_schema()["properties"]["api_key"]
+    for name, field in schema.get("properties", {}).items():
+        if name != "custom_endpoint" and "anyOf" in field:
+            field["anyOf"].insert(1, {key: bare_key[key] for key in ("type", "pattern")})
+
+
 class APIKeyConfig(_Strict):
     """Credentials per LLM provider; secrets here are masked on every read.
 
-    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it.
+    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it;
+    the schema says so (:func:`_bare_key_schema`), so clients and fuzzers know it is accepted.
     """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_bare_key_schema)
 
     custom_endpoint: CustomEndpointConfig | None = None
     openai: OpenAIConfig | None = None

@@ -50,7 +50,7 @@ def _listed(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
-def _start(last_event_id: str | None, after: int | None, core: Core, org_id: str) -> int:
+def _start(last_event_id: str, after: int | None, core: Core, org_id: str) -> int:
     if last_event_id:
         try:
             return int(last_event_id)
@@ -80,7 +80,9 @@ async def stream(
         int | None, Query(ge=0, le=INT64_MAX, description="Start after this event id (0: the first).")
     ] = None,
     follow: Annotated[bool, Query(description="Wait for new events (false: stop after the backlog).")] = True,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", pattern=_EVENT_ID_PATTERN)] = None,
+    # A plain string with an empty default, not ``str | None``: a header has no null, and a
+    # nullable schema tells clients they may send the text "null".
+    last_event_id: Annotated[str, Header(alias="Last-Event-ID", pattern=_EVENT_ID_PATTERN)] = "",
 ) -> StreamingResponse:
     """Learnings created, superseded, retired, approved and rejected; jobs dead; evaluations finished."""
     chosen = _listed(types)
