@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from reflexio.environment import (
     DEFAULT_HOST,
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_ORG_ID",
     "DEFAULT_PORT",
     "LITELLM_MISSING",
+    "PLAN_NAMES",
     "ClaudeCodeSettings",
     "ClientSettings",
     "Settings",
@@ -44,6 +45,25 @@ __all__ = [
 ]
 
 DEFAULT_ORG_ID = "self-host-org"
+
+
+#: The built-in plans (``models.plans.BUILTIN_PLANS`` holds their limits).
+PLAN_NAMES: Final = ("free", "pro", "unlimited")
+
+
+def _plan_name(environ: Mapping[str, str]) -> str:
+    raw = (environ.get("REFLEXIO_DEFAULT_PLAN") or "unlimited").strip().lower()
+    if raw not in PLAN_NAMES:
+        raise ValueError(f"REFLEXIO_DEFAULT_PLAN must be one of {', '.join(PLAN_NAMES)}, got {raw!r}")
+    return raw
+
+
+def _env_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, tuple):
+        return ",".join(str(item) for item in value)
+    return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +84,23 @@ class Settings:
         job_poll_seconds: How long an idle worker sleeps between claim attempts.
         job_lease_seconds: How long a claimed job stays leased without a heartbeat.
         llm_timeout_seconds: Per-call timeout for LLM requests.
+        shutdown_grace_seconds: How long a stopping server gives requests in flight and the
+            jobs in hand to finish; after it the rest is cancelled or released, so a stop
+            never takes (much) longer.
+        secret_keys: Fernet keys that encrypt secrets at rest (``REFLEXIO_SECRET_KEYS``,
+            comma-separated): the first encrypts, every one decrypts, so a new key goes first
+            and the old one stays listed until ``reflexio secrets rotate`` has run. Empty:
+            the key in ``secret_key_file`` (created, owner-only, on first start).
+        secret_key_file: Where the generated key lives when no key is given.
+        rate_limit_per_minute: Requests per minute each caller (API key, or the local client)
+            may make, per API process (0: no limit, the self-host default).
+        rate_limit_burst: How many requests a caller may make at once above that pace.
+        default_plan: The plan of an org the operator assigned none (``REFLEXIO_DEFAULT_PLAN``:
+            ``unlimited``, the self-host default, ``free`` or ``pro``); see ``models.plans``.
+        auth_max_failures: Failed authentications from one address (within
+            ``auth_failure_window_seconds``) after which it is locked out (0: never).
+        auth_failure_window_seconds: The window those failures are counted in.
+        auth_lockout_seconds: How long a locked-out address is refused.
         log_level: Python logging level name.
         search_index_mb: PostgreSQL only: the memory this process's in-process learning search
             indexes may take (``reflexio.storage.postgres_index``); orgs that do not fit are
@@ -87,6 +124,15 @@ class Settings:
     job_poll_seconds: float = 0.5
     job_lease_seconds: float = 60.0
     llm_timeout_seconds: float = 60.0
+    shutdown_grace_seconds: float = 20.0
+    secret_keys: tuple[str, ...] = field(default=(), repr=False)
+    secret_key_file: Path | None = None
+    rate_limit_per_minute: float = 0.0
+    rate_limit_burst: int = 60
+    default_plan: str = "unlimited"
+    auth_max_failures: int = 10
+    auth_failure_window_seconds: float = 60.0
+    auth_lockout_seconds: float = 300.0
     log_level: str = "INFO"
     search_index_mb: int = 1024
     otel_endpoint: str = ""
@@ -112,6 +158,17 @@ class Settings:
             job_poll_seconds=read_float(env, "REFLEXIO_JOB_POLL_SECONDS", 0.5),
             job_lease_seconds=read_float(env, "REFLEXIO_JOB_LEASE_SECONDS", 60.0),
             llm_timeout_seconds=read_float(env, "REFLEXIO_LLM_TIMEOUT_SECONDS", 60.0),
+            shutdown_grace_seconds=read_float(env, "REFLEXIO_SHUTDOWN_GRACE_SECONDS", 20.0),
+            secret_keys=tuple(k.strip() for k in env.get("REFLEXIO_SECRET_KEYS", "").split(",") if k.strip()),
+            secret_key_file=Path(env["REFLEXIO_SECRET_KEY_FILE"]).expanduser()
+            if env.get("REFLEXIO_SECRET_KEY_FILE")
+            else home / "secret.key",
+            rate_limit_per_minute=read_float(env, "REFLEXIO_RATE_LIMIT_PER_MINUTE", 0.0),
+            rate_limit_burst=read_int(env, "REFLEXIO_RATE_LIMIT_BURST", 60),
+            default_plan=_plan_name(env),
+            auth_max_failures=read_int(env, "REFLEXIO_AUTH_MAX_FAILURES", 10),
+            auth_failure_window_seconds=read_float(env, "REFLEXIO_AUTH_FAILURE_WINDOW_SECONDS", 60.0),
+            auth_lockout_seconds=read_float(env, "REFLEXIO_AUTH_LOCKOUT_SECONDS", 300.0),
             log_level=env.get("REFLEXIO_LOG_LEVEL") or "INFO",
             search_index_mb=read_int(env, "REFLEXIO_SEARCH_INDEX_MB", 1024),
             otel_endpoint=env.get("REFLEXIO_OTEL_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "",
@@ -135,8 +192,9 @@ class Settings:
         """
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in {"home", "environ"}}
         derived = {
-            f"REFLEXIO_{name.upper()}": ("1" if value else "0") if isinstance(value, bool) else str(value)
+            f"REFLEXIO_{name.upper()}": _env_value(value)
             for name, value in values.items()
+            if value is not None
         }  # every field is read from REFLEXIO_<NAME> (see from_env)
         return {**self.environ, "REFLEXIO_HOME": str(self.home), **derived}
 

@@ -16,7 +16,10 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "QuotaExceededError",
+    "RateLimitedError",
     "ReflexioError",
+    "RequestCancelledError",
     "ServiceUnavailableError",
     "StorageError",
     "ValidationError",
@@ -37,10 +40,14 @@ class ReflexioError(Exception):
     status_code: ClassVar[int] = 500
     code: ClassVar[str] = "internal_error"
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, *, details: dict[str, Any] | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or {}
+        #: Seconds after which the same request may succeed (sent as ``Retry-After``).
+        self.retry_after = retry_after
 
     def to_body(self) -> dict[str, Any]:
         """Render the JSON body the API sends (and the client parses back)."""
@@ -104,6 +111,19 @@ class PayloadTooLargeError(ReflexioError):
     code = "payload_too_large"
 
 
+class RateLimitedError(ReflexioError):
+    """Too many requests (a rate limit, or failed authentications): retry after ``retry_after``."""
+
+    status_code = 429
+    code = "rate_limited"
+
+
+class QuotaExceededError(RateLimitedError):
+    """The org's plan allows no more of this until its quota resets (``details`` say which)."""
+
+    code = "quota_exceeded"
+
+
 class ServiceUnavailableError(ReflexioError):
     """A dependency (storage, embedder, LLM provider) cannot serve the request right now."""
 
@@ -117,6 +137,12 @@ class StorageError(ServiceUnavailableError):
     code = "storage_error"
 
 
+class RequestCancelledError(ServiceUnavailableError):
+    """Long work stopped before it wrote anything: the client left or the server is stopping."""
+
+    code = "cancelled"
+
+
 _BY_STATUS_CLASSES: tuple[type[ReflexioError], ...] = (
     BadRequestError,
     AuthenticationError,
@@ -125,10 +151,17 @@ _BY_STATUS_CLASSES: tuple[type[ReflexioError], ...] = (
     ConflictError,
     PayloadTooLargeError,
     ValidationError,
+    RateLimitedError,
     ServiceUnavailableError,
 )
 _BY_STATUS: dict[int, type[ReflexioError]] = {cls.status_code: cls for cls in _BY_STATUS_CLASSES}
-_ALL_CLASSES: tuple[type[ReflexioError], ...] = (*_BY_STATUS_CLASSES, StorageError, ReflexioError)
+_ALL_CLASSES: tuple[type[ReflexioError], ...] = (
+    *_BY_STATUS_CLASSES,
+    StorageError,
+    QuotaExceededError,
+    RequestCancelledError,
+    ReflexioError,
+)
 _BY_CODE: dict[str, type[ReflexioError]] = {cls.code: cls for cls in _ALL_CLASSES}
 
 
@@ -138,6 +171,7 @@ def error_for_status(
     *,
     code: str | None = None,
     details: dict[str, Any] | None = None,
+    retry_after: float | None = None,
 ) -> ReflexioError:
     """Rebuild the typed error a response stands for (used by the client).
 
@@ -146,9 +180,10 @@ def error_for_status(
         message: The human-readable message from the body.
         code: The ``error`` field of the body, when present; it wins over the status.
         details: Structured details from the body.
+        retry_after: Seconds from the ``Retry-After`` header, when there was one.
 
     Returns:
         An instance of the most specific ``ReflexioError`` subclass that matches.
     """
     cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status_code) or ReflexioError
-    return cls(message, details=details)
+    return cls(message, details=details, retry_after=retry_after)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from reflexio import telemetry
-from reflexio.errors import ReflexioError
+from reflexio.errors import ReflexioError, StorageError
 from reflexio.records import Job
 from reflexio.storage import Storage
 
@@ -34,6 +34,7 @@ __all__ = [
     "Backoff",
     "Handler",
     "JobContext",
+    "JobDeferred",
     "LeaseLost",
     "PermanentJobError",
     "Worker",
@@ -49,6 +50,17 @@ class LeaseLost(ReflexioError):
 
 class PermanentJobError(ReflexioError):
     """A failure that retrying cannot fix (bad payload): the job goes straight to dead."""
+
+
+class JobDeferred(Exception):
+    """The job may not run yet (its org's learning is paused): requeue it, attempt not spent.
+
+    Raised by a handler before it does any work; the job runs again ``seconds`` from now.
+    """
+
+    def __init__(self, reason: str, *, seconds: float) -> None:
+        super().__init__(reason)
+        self.seconds = seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +120,10 @@ class Worker:
         lease_seconds: Lease length; the heartbeat extends it every third of that.
         poll_seconds: Sleep between claim attempts when the queue is empty.
         backoff: Retry schedule.
-        outage_seconds: Sleep after the queue itself failed (storage down or restarting)
-            before trying again; the worker outlives an outage instead of dying with it.
+        outage_seconds: First sleep after the queue itself failed (storage down or
+            restarting); it doubles while the outage lasts, up to ``max_outage_seconds``, so
+            workers outlive an outage without hammering the database that is coming back.
+        max_outage_seconds: Longest sleep between two attempts to reach the queue.
         org_id: Claim only this org's jobs (a request that helps the queue while it waits).
     """
 
@@ -119,7 +133,8 @@ class Worker:
     lease_seconds: float = 60.0
     poll_seconds: float = 0.5
     backoff: Backoff = field(default_factory=Backoff)
-    outage_seconds: float = 5.0
+    outage_seconds: float = 1.0
+    max_outage_seconds: float = 30.0
     org_id: str | None = None
     _rng: random.Random = field(default_factory=random.Random, repr=False)
     _current: Job | None = field(default=None, repr=False)
@@ -131,17 +146,20 @@ class Worker:
             target=self._heartbeat, args=(stop,), name=f"{self.name}-heartbeat", daemon=True
         )
         beat.start()
+        pause = self.outage_seconds
         while not stop.is_set():
             try:
                 busy = self.run_once()
-            except Exception:
+            except Exception as exc:
                 if stop.is_set():  # shutting down: the storage may already be closed
                     break
-                log.exception(
-                    "worker %s cannot reach the job queue; retrying in %.0fs", self.name, self.outage_seconds
+                log.warning(
+                    "worker %s cannot reach the job queue (%s); retrying in %.0fs", self.name, exc, pause
                 )
-                stop.wait(self.outage_seconds)
+                stop.wait(pause * (0.5 + self._rng.random()))
+                pause = min(self.max_outage_seconds, pause * 2)
                 continue
+            pause = self.outage_seconds
             if not busy:
                 stop.wait(self.poll_seconds)
 
@@ -183,11 +201,22 @@ class Worker:
                 raise LeaseLost(f"lost the lease of job {job.id}")
         except LeaseLost as exc:
             log.warning("job %s (%s): %s; another worker continues it", job.id, job.task, exc)
+        except JobDeferred as exc:
+            log.info("job %s (%s) waits %.0fs: %s", job.id, job.task, exc.seconds, exc)
+            retry_at = time.time() + exc.seconds
+            self.storage.finish_job(job.id, self.name, error=str(exc), retry_at=retry_at, spend_attempt=False)
         except Exception as exc:  # any handler failure is retried or dead-lettered, never lost
             self._failed(job, exc)
 
     def _failed(self, job: Job, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, StorageError):
+            # The store failed, not the job: give it back without spending an attempt, so an
+            # outage can never dead-letter work. (If the store cannot even take it back, the
+            # lease runs out and another worker takes it over.)
+            log.warning("job %s (%s) interrupted by a storage failure; released: %s", job.id, job.task, error)
+            self.storage.release_jobs(self.name, [job.id])
+            return
         permanent = isinstance(exc, PermanentJobError)
         dead = permanent or job.attempts >= job.max_attempts
         telemetry.JOB_FAILURES.add(
@@ -252,6 +281,10 @@ class WorkerPool:
             self.workers.append(worker)
             self._threads.append(thread)
             thread.start()
+
+    def begin_stop(self) -> None:
+        """Stop claiming new jobs (the jobs in hand go on); :meth:`stop` then waits for them."""
+        self._stop.set()
 
     def stop(self, grace_seconds: float = 30.0) -> None:
         """Stop claiming, let jobs in hand finish for ``grace_seconds``, release the rest."""

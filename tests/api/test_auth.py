@@ -43,9 +43,15 @@ def test_loopback_means_this_machine_not_a_proxy_or_a_foreign_page(app: Any, hea
     failed(make_client(app).get("/api/whoami", headers=headers), 403)
 
 
-def test_loopback_with_a_local_origin_is_served(app: Any) -> None:
-    response = make_client(app).get("/api/whoami", headers={"Origin": "http://localhost:3000"})
+def test_a_page_on_a_local_origin_is_refused_unless_the_org_allows_it(app: Any) -> None:
+    """Defect 11: any page a local browser opens used to reach the API in local-only mode."""
+    page = {"Origin": "http://localhost:3000"}
+    body = failed(make_client(app).get("/api/whoami", headers=page), 403)
+    assert "allowed_origins" in body["detail"]
+    ok(make_client(app).post("/api/update_config", json={"allowed_origins": ["http://localhost:3000"]}))
+    response = make_client(app).get("/api/whoami", headers=page)
     assert ok(response)["org_id"] == DEFAULT_ORG_ID
+    assert response.headers["access-control-allow-origin"] == "http://localhost:3000"
 
 
 def test_ipv6_loopback_is_local(app: Any) -> None:

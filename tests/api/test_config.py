@@ -50,7 +50,7 @@ def test_get_then_set_keeps_every_secret(client: TestClient, core: Core) -> None
     ok(client.post("/api/set_config", json=SECRET_CONFIG))
     edited = ok(client.get("/api/get_config")) | {"window_size": 20}
     ok(client.post("/api/set_config", json=edited))
-    stored = core.storage.get_org_config("self-host-org") or {}
+    stored = core.vault.unseal(core.storage.get_org_config("self-host-org") or {})  # encrypted at rest
     assert stored["window_size"] == 20
     assert stored["api_key_config"]["openai"]["api_key"] == "sk-proj-abcdefghijklmnop"
     endpoint = stored["api_key_config"]["custom_endpoint"]
@@ -80,7 +80,7 @@ def test_update_config_replaces_top_level_keys_only(client: TestClient, core: Co
         ok(client.post("/api/update_config", json={"search_threshold": 0.3}))["msg"]
         == "Configuration updated"
     )
-    stored = core.storage.get_org_config("self-host-org") or {}
+    stored = core.vault.unseal(core.storage.get_org_config("self-host-org") or {})  # encrypted at rest
     assert stored["search_threshold"] == 0.3 and stored["window_size"] == 12
     assert stored["api_key_config"]["openai"]["api_key"] == "sk-proj-abcdefghijklmnop"
     assert (

@@ -92,6 +92,7 @@ def _c(
 ALPHA_USER = {"user_id": "alpha-user"}
 CASES = [
     _c("GET", "whoami"),
+    _c("GET", "usage"),
     _c("GET", "events", params=lambda ids: {"after": "0", "follow": "false"}),
     _c(
         "GET",
@@ -246,7 +247,7 @@ CASES = [
     _c("GET", "evaluations/shadow_comparisons/recent"),
     _c("POST", "get_evaluation_overview", body={"from_ts": 0, "to_ts": 4_000_000_000}),
     _c("POST", "evaluations/grade_on_demand", 200, body={"session_id": "alpha-sess", "agent_version": "v1"}),
-    _c("POST", "get_playbook_application_stats", body={"agent_version": "v1"}),
+    _c("POST", "get_playbook_application_stats", body={"days_back": 30}),
     _c(
         "POST",
         "get_learning_impact",
@@ -433,7 +434,7 @@ def test_org_b_cannot_reach_org_a(core: Core, app: Any, case: Case) -> None:
     assert response.status_code == case.status, response.text
     nothing_of_a(_answer(response), json.dumps([body, params, path_params]))
     assert state_of(core, A) == before
-    if case.path == "/api/whoami":
+    if case.path in ("/api/whoami", "/api/usage"):
         assert response.json()["org_id"] == B
 
 

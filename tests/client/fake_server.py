@@ -69,6 +69,13 @@ BODIES: dict[tuple[str, str], Any] = {
     ("GET", "/health"): {"status": "healthy", "checks": {}},
     ("GET", "/meta/version"): {"server_version": "0.1.0"},
     ("GET", "/api/whoami"): {"success": True, "org_id": "self-host-org"},
+    ("GET", "/api/usage"): {
+        "org_id": "self-host-org",
+        "plan": "free",
+        "period_start": "2026-12-01T00:00:00Z",
+        "resets_at": "2027-01-01T00:00:00Z",
+        "usage": {"searches": {"used": 3, "limit": 1000, "remaining": 997}},
+    },
     ("GET", "/api/get_config"): CONFIG,
     ("POST", "/api/set_config"): {"success": True, "msg": "ok"},
     ("POST", "/api/update_config"): {"success": True, "msg": "ok"},

@@ -20,6 +20,7 @@ from reflexio import (
     ValidationError,
 )
 from reflexio.errors import ConflictError as ServerConflictError
+from reflexio.errors import QuotaExceededError, RateLimitedError
 from tests.client.fake_server import FakeServer
 
 
@@ -62,8 +63,8 @@ def test_plain_detail_and_unknown_route() -> None:
 
 
 def test_unmapped_status_is_named_in_the_message() -> None:
-    with pytest.raises(ReflexioError, match="HTTP 429") as caught:
-        _search(_answer(429, json={"detail": "slow down"}))
+    with pytest.raises(ReflexioError, match="HTTP 418") as caught:
+        _search(_answer(418, json={"detail": "slow down"}))
     assert "slow down" in caught.value.message
     with pytest.raises(ReflexioError, match=r"HTTP 502.*bad gateway"):
         _search(_answer(502, text="bad gateway"))
@@ -172,3 +173,13 @@ def test_a_path_prefix_is_kept() -> None:
     server = FakeServer({("GET", "/reflexio/api/whoami"): httpx.Response(200, json=whoami)})
     ReflexioClient(url_endpoint="http://proxy.test/reflexio/", transport=server.transport()).whoami()
     assert str(server.last.url) == "http://proxy.test/reflexio/api/whoami"
+
+
+def test_a_rate_limit_is_typed_and_says_when_to_retry() -> None:
+    with pytest.raises(RateLimitedError) as caught:
+        _search(
+            _answer(
+                429, json={"error": "quota_exceeded", "detail": "searches"}, headers={"retry-after": "42"}
+            )
+        )
+    assert isinstance(caught.value, QuotaExceededError) and caught.value.retry_after == 42.0

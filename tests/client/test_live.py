@@ -66,6 +66,7 @@ async def _system(c: Either) -> None:
     assert (await c.health()).status == "healthy"
     assert (await c.version()).server_version
     assert (await c.whoami()).org_id
+    assert (await c.get_usage()).usage["searches"].used >= 0
 
 
 async def _config(c: Either) -> None:

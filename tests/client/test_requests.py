@@ -37,6 +37,7 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, str, dict[str, str]
     ("health", (), {}, "GET", "/health", None, None),
     ("version", (), {}, "GET", "/meta/version", None, None),
     ("whoami", (), {}, "GET", "/api/whoami", None, None),
+    ("get_usage", (), {}, "GET", "/api/usage", None, None),
     ("get_config", (), {}, "GET", "/api/get_config", None, None),
     (
         "set_config",

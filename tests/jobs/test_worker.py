@@ -287,3 +287,21 @@ def test_a_worker_outlives_a_storage_outage(core: Core) -> None:
         stop.set()
         thread.join(10)
     assert flaky.failures == 0
+
+
+def test_a_job_interrupted_by_storage_failures_is_never_dead_lettered(core: Core) -> None:
+    """Issue 16, defect 5: an outage longer than the retries must not lose learning."""
+    request_id = publish(core, 4)
+    failures = {"left": 8}  # more than a job's five attempts
+
+    def during_an_outage(window: Window) -> Changes:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise StorageError("PostgreSQL failed: terminating connection due to administrator command")
+        return echo(window)
+
+    worker = Worker(core.storage, echo_handlers(core, during_an_outage), poll_seconds=0.01)
+    drain(worker, limit=50)
+    assert failures["left"] == 0
+    assert pub.learning_status(core, "o", request_id).status == "done"
+    assert core.storage.list_jobs("o", statuses=[JobStatus.DEAD]) == []

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
-from reflexio.api import errors
+from reflexio.api import browsers, errors, lifecycle, openapi, throttles
 from reflexio.api.mounts import Guarded, MountFactory, mounts_lifespan
 from reflexio.api.routes import (
     aggregation,
@@ -35,6 +35,7 @@ from reflexio.api.routes import (
 )
 from reflexio.models import WireModel
 from reflexio.service.core import Core
+from reflexio.service.warmup import Warmup
 
 __all__ = ["DEFAULT_PUBLISH_WAIT_SECONDS", "DOCS_ASSETS_PATH", "create_app"]
 
@@ -103,8 +104,17 @@ def create_app(
     )
     _build_wire_models()
     app.state.core = core
+    app.state.draining = lifecycle.Draining()
+    app.state.warmup = Warmup(needed=False)  # a server process warms up in its lifespan
+    settings = core.settings
+    app.state.rate_limits = throttles.TokenBuckets(settings.rate_limit_per_minute, settings.rate_limit_burst)
+    app.state.auth_throttle = throttles.AuthThrottle(
+        settings.auth_max_failures, settings.auth_failure_window_seconds, settings.auth_lockout_seconds
+    )
     app.state.publish_wait_seconds = publish_wait_seconds
     errors.install(app, max_body_bytes=core.settings.max_body_bytes)
+    app.add_middleware(browsers.BrowserPolicy)  # outermost: even a crash's 500 gets its headers
+    openapi.install(app)
     app.include_router(system.public)
     app.include_router(metrics.router)
     for module in (

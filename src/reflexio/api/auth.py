@@ -8,8 +8,9 @@ The rules, checked on every ``/api`` request (health, version and docs are publi
   a 403 that says how to create a key.
 
 "Loopback" is strict, as in Reflexio: the peer address is loopback, the request was not
-forwarded by a proxy, and its ``Host`` and ``Origin`` name this machine (so a web page on
-another origin cannot use a browser on this machine to reach the API). Presented keys are
+forwarded by a proxy, and its ``Host`` names this machine. A request from a web page on
+another origin (``localhost:3000`` included: any page a local browser opens) is refused in
+either mode unless the org's config allows that origin (``api.browsers``). Presented keys are
 looked up in storage each time, so a key created or revoked while the server runs counts at
 once; whether any key exists is re-read on every request until one does.
 """
@@ -22,6 +23,8 @@ from typing import Annotated, cast
 from fastapi import Depends
 from starlette.requests import Request
 
+from reflexio.api.browsers import check_origin
+from reflexio.api.throttles import AuthThrottle, TokenBuckets
 from reflexio.errors import AuthenticationError, PermissionDeniedError
 from reflexio.service import keys, review
 from reflexio.service.callers import is_loopback_client
@@ -63,19 +66,39 @@ async def get_core(request: Request) -> Core:
 CoreDep = Annotated[Core, Depends(get_core)]
 
 
-async def require_caller(request: Request, core: CoreDep) -> Caller:
-    """Authenticate a request to ``/api`` (two indexed lookups, done on the event loop).
+def require_caller(request: Request, core: CoreDep) -> Caller:
+    """Authenticate a request to ``/api`` (two indexed lookups).
+
+    A plain function, so FastAPI runs it in its thread pool: the lookups read storage, and on
+    the event loop a storage outage would hold every request (liveness too) behind each wait.
 
     Raises:
         AuthenticationError: Keys exist and the request has no valid one.
-        PermissionDeniedError: No key exists and the client is not on this machine.
+        PermissionDeniedError: No key exists and the client is not on this machine, or the
+            request comes from a page on an origin the org does not allow.
+        RateLimitedError: The caller is over its rate limit, or its address failed to
+            authenticate too often (``api.throttles``).
     """
+    caller = _authenticated(request, core)
+    check_origin(request, core, caller.org_id)
+    limits: TokenBuckets = request.app.state.rate_limits
+    limits.take(caller.actor)
+    return caller
+
+
+def _authenticated(request: Request, core: Core) -> Caller:
     if core.keys_exist():
+        throttle: AuthThrottle = request.app.state.auth_throttle
+        address = request.client.host if request.client else "unknown"
+        throttle.check(address)
         bearer = _bearer(request)
         key = keys.identify(core, bearer) if bearer else None
         if key is None:
+            if bearer:  # a wrong key counts; a missing one is a mistake, not a guess
+                throttle.failed(address)
             problem = "is not a valid API key" if bearer else "is missing"
             raise AuthenticationError(f"Authentication required: the Bearer token {problem}")
+        throttle.succeeded(address)
         return Caller(org_id=key.org_id, actor=f"key:{key.prefix}", reviewer=key.reviewer)
     if is_local(request):
         return Caller(org_id=core.settings.default_org_id, actor="local", reviewer=True)
@@ -100,5 +123,9 @@ def _bearer(request: Request) -> str:
 
 
 def is_local(request: Request) -> bool:
-    """Whether the request comes straight from this machine (``service.callers`` has the rule)."""
-    return is_loopback_client(request.client.host if request.client else None, request.headers)
+    """Whether the request comes straight from this machine (``service.callers`` has the rule).
+
+    Its ``Origin`` is held to the org's ``allowed_origins`` by :func:`check_origin` instead.
+    """
+    peer = request.client.host if request.client else None
+    return is_loopback_client(peer, request.headers, local_origin=False)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -55,7 +56,8 @@ class Guarded:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             try:
-                scope[CALLER_SCOPE_KEY] = await require_caller(Request(scope, receive), self.core)
+                request = Request(scope, receive)  # the lookups read storage: off the event loop
+                scope[CALLER_SCOPE_KEY] = await run_in_threadpool(require_caller, request, self.core)
             except ReflexioError as exc:
                 await error_response(exc)(scope, receive, send)
                 return

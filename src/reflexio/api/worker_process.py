@@ -92,17 +92,24 @@ class WorkerProcess:
         self._spawn()
         self._supervisor.start()
 
-    def stop(self) -> None:
-        """SIGTERM the child, wait for its grace period, then SIGKILL it if it is still there."""
+    def begin_stop(self) -> None:
+        """SIGTERM the child now (it starts its own grace period) and restart it no more."""
         self._stopping.set()
+        with self._lock:
+            child = self._child
+        if child is not None and child.poll() is None:
+            child.terminate()
+
+    def stop(self, wait_seconds: float | None = None) -> None:
+        """SIGTERM the child, wait for it (its grace period by default), then SIGKILL it."""
+        self.begin_stop()
         with self._lock:
             child, self._child = self._child, None
         if self._ready_file is not None:
             self._ready_file.unlink(missing_ok=True)
         if child is not None and child.poll() is None:
-            child.terminate()
             try:
-                child.wait(self._grace + 5.0)
+                child.wait(self._grace + 5.0 if wait_seconds is None else wait_seconds)
             except subprocess.TimeoutExpired:
                 log.warning("the worker process did not stop in time; killing it")
                 child.kill()

@@ -26,6 +26,8 @@ from reflexio.cli import (
     generation,  # noqa: F401  (registers rerun/upgrade/... on the learnings groups)
     integrations,
     learnings,
+    plans,
+    secrets,
     services,
     watch,
     worker,
@@ -74,6 +76,9 @@ app.add_typer(learnings.agent_playbooks, name="agent-playbooks")
 app.add_typer(admin.config, name="config")
 app.add_typer(admin.keys, name="keys")
 app.add_typer(admin.jobs, name="jobs")
+app.add_typer(secrets.secrets, name="secrets")
+app.add_typer(plans.plan, name="plan")
+app.command()(plans.usage)
 app.add_typer(evaluation.app, name="eval")
 app.command()(worker.worker)
 app.command()(doctor.doctor)

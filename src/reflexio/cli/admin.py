@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from reflexio.records import ApiKeyRecord
     from reflexio.service.core import Core
 
-__all__ = ["config", "jobs", "keys"]
+__all__ = ["StorageUrlOpt", "config", "jobs", "keys", "local_core"]
 
 config = typer.Typer(
     help="The org's configuration: extractors, windows, models, thresholds.", no_args_is_help=True
@@ -159,7 +159,8 @@ def _partial(
 
 
 @contextmanager
-def _core(storage_url: str | None) -> Iterator[Core]:
+def local_core(storage_url: str | None) -> Iterator[Core]:
+    """The core of a storage this machine opens directly (for server-side administration)."""
     from reflexio.service.core import open_core  # server dependencies load only for server-side commands
 
     core = open_core(settings(storage_url=storage_url))
@@ -213,7 +214,7 @@ def create_key(
     def action() -> Result:
         from reflexio.service import keys as key_service
 
-        with _core(storage_url) as core:
+        with local_core(storage_url) as core:
             chosen = org if org is not None else core.settings.default_org_id
             record, plain = key_service.create_key(core, chosen, name, reviewer=reviewer)
             notes = key_service.keyless_data_notes(core, record.org_id)
@@ -236,7 +237,7 @@ def list_keys(
     def action() -> Result:
         from reflexio.service import keys as key_service
 
-        with _core(storage_url) as core:
+        with local_core(storage_url) as core:
             rows = [_key_row(record) for record in key_service.list_keys(core, org)]
         columns = ("id", "org_id", "prefix", "name", "created_at", "revoked_at")
         return Result({"keys": rows}, tables=[Table("API keys", columns, rows, empty="no API keys")])
@@ -256,7 +257,7 @@ def revoke_key(
     def action() -> Result:
         from reflexio.service import keys as key_service
 
-        with _core(storage_url) as core:
+        with local_core(storage_url) as core:
             key_service.revoke_key(core, key_id, org)
         return Result({"revoked": True, "id": key_id}, message=f"Revoked API key {key_id}")
 
@@ -279,7 +280,7 @@ def set_reviewer(
     def action() -> Result:
         from reflexio.service import keys as key_service
 
-        with _core(storage_url) as core:
+        with local_core(storage_url) as core:
             record = key_service.set_reviewer(core, key_id, not off, org)
         state = "is now a reviewer" if record.reviewer else "is no longer a reviewer"
         return Result(_key_row(record), message=f"API key {record.id} ({record.prefix}) {state}")

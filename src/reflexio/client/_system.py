@@ -20,6 +20,7 @@ from reflexio.models import (
     ReadinessResponse,
     SetConfigRequest,
     SetConfigResponse,
+    UsageResponse,
     VersionResponse,
     WhoamiResponse,
     WireModel,
@@ -32,6 +33,7 @@ __all__ = [
     "clear_user_data",
     "export_user_data",
     "get_config",
+    "get_usage",
     "health",
     "list_jobs",
     "retry_jobs",
@@ -70,6 +72,16 @@ def whoami() -> Plan[WhoamiResponse]:
         The org id and a masked description of its storage.
     """
     return single(Call("GET", "/api/whoami", parse_as(WhoamiResponse)))
+
+
+def get_usage() -> Plan[UsageResponse]:
+    """The org's plan and this month's use of each quota (input tokens, learnings, searches).
+
+    Returns:
+        Per quota what was used, the limit (``None``: unlimited) and what remains; when the
+        month resets; whether learning is paused by a quota, and why.
+    """
+    return single(Call("GET", "/api/usage", parse_as(UsageResponse)))
 
 
 def get_config() -> Plan[Config]:

@@ -300,11 +300,21 @@ def _error(response: httpx.Response) -> ReflexioError:
     elif not message:
         text = response.text.strip()[:_PREVIEW_CHARS]
         message = text or response.reason_phrase or "no message"
-    error = error_for_status(status, message, code=code, details=details)
+    retry_after = _retry_after(response.headers.get("retry-after"))
+    error = error_for_status(status, message, code=code, details=details, retry_after=retry_after)
     if error.status_code != status:
-        # The class does not say which status this was (429, 502, ...): the message must.
-        error = type(error)(f"HTTP {status} from {request.method} {request.url}: {message}", details=details)
+        # The class does not say which status this was (502, ...): the message must.
+        message = f"HTTP {status} from {request.method} {request.url}: {message}"
+        error = type(error)(message, details=details, retry_after=retry_after)
     return error
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (the delta form the server sends), or None."""
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _error_fields(payload: Any) -> tuple[str | None, str, dict[str, Any] | None]:

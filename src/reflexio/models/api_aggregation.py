@@ -19,7 +19,15 @@ from reflexio.models.entities import (
     RetrievedLearningKind,
     UserPlaybookView,
 )
-from reflexio.models.fields import DEFAULT_AGENT_VERSION, NonEmptyStr, WireModel, now_epoch
+from reflexio.models.fields import (
+    DEFAULT_AGENT_VERSION,
+    Id,
+    NonEmptyStr,
+    RequestModel,
+    RowId,
+    WireModel,
+    now_epoch,
+)
 
 __all__ = [
     "AgentPlaybookHistoryRequest",
@@ -42,16 +50,16 @@ __all__ = [
 OperationState = Literal["queued", "running", "retrying", "succeeded", "failed"]
 
 
-class PlaybookAggregationOperationRequest(WireModel):
+class PlaybookAggregationOperationRequest(RequestModel):
     """Start a durable aggregation of one agent version's user playbooks (202 + operation id).
 
     ``request_id`` is the caller's idempotency key: the same id returns the same operation.
     ``full`` (addition) re-clusters every member instead of the incremental run.
     """
 
-    request_id: NonEmptyStr | None = Field(default=None, max_length=255)
+    request_id: Id | None = None
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
-    playbook_name: NonEmptyStr = "playbook"
+    playbook_name: Id = "playbook"
     full: bool = False
 
 
@@ -131,11 +139,11 @@ class PlaybookAggregationChangeLogResponse(WireModel):
     msg: str | None = None
 
 
-class GetLearningProvenanceRequest(WireModel):
+class GetLearningProvenanceRequest(RequestModel):
     """Where a learning came from: ``kind`` and its wire id."""
 
     kind: RetrievedLearningKind
-    id: NonEmptyStr
+    id: Id
 
 
 class GetLearningProvenanceResponse(WireModel):
@@ -169,10 +177,10 @@ class ReviewEvent(WireModel):
     after: dict[str, Any] | None = None
 
 
-class AgentPlaybookHistoryRequest(WireModel):
+class AgentPlaybookHistoryRequest(RequestModel):
     """The history of one agent playbook (addition)."""
 
-    agent_playbook_id: int = Field(gt=0)
+    agent_playbook_id: RowId
 
 
 class AgentPlaybookHistoryResponse(WireModel):
@@ -194,7 +202,7 @@ class PendingReviewItem(WireModel):
     follows_rejected_agent_playbook_id: int | None = None
 
 
-class GetReviewQueueRequest(WireModel):
+class GetReviewQueueRequest(RequestModel):
     """``POST /api/get_agent_playbook_review_queue`` (addition): what waits for a reviewer."""
 
     agent_version: NonEmptyStr | None = None

@@ -7,8 +7,6 @@ Field names, defaults and limits are Reflexio 0.2.32's. Our additions are marked
 ``user_id`` of an outcome (a session id alone is ambiguous when two users share it).
 """
 
-from __future__ import annotations
-
 import json
 from enum import StrEnum
 from typing import Any, Literal, Self
@@ -16,7 +14,18 @@ from typing import Any, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from reflexio.models.entities import EffectInterval, LearningImpactView
-from reflexio.models.fields import CapturesUnknownFields, NonEmptyStr, SessionOutcomeSource, WireModel
+from reflexio.models.fields import (
+    CapturesUnknownFields,
+    Epoch,
+    Id,
+    Name,
+    NonEmptyStr,
+    PageSize,
+    RequestModel,
+    RowId,
+    SessionOutcomeSource,
+    WireModel,
+)
 from reflexio.models.org_config import RetrievalExperimentRecord
 
 __all__ = [
@@ -87,13 +96,13 @@ class SetSessionOutcomeRequest(CapturesUnknownFields):
     wins and the earlier ones stay in the history.
     """
 
-    session_id: NonEmptyStr = Field(max_length=255)
+    session_id: Id
     outcome: SessionOutcomeKind
-    occurred_at: int = Field(ge=0)
-    label: str | None = Field(default=None, max_length=128)
+    occurred_at: Epoch
+    label: NonEmptyStr | None = Field(default=None, max_length=128)
     value: float | None = Field(default=None, allow_inf_nan=False)
     metadata: dict[str, Any] | None = None
-    user_id: str | None = Field(default=None, max_length=255)  # addition: disambiguates a shared id
+    user_id: Id | None = None  # addition: disambiguates a shared id
 
     @field_validator("label")
     @classmethod
@@ -155,15 +164,15 @@ class SessionOutcomeRecord(WireModel):
 class GetSessionOutcomesRequest(CapturesUnknownFields):
     """Outcomes by session, user, label or time (epoch seconds of ``occurred_at``)."""
 
-    session_ids: list[NonEmptyStr] | None = Field(default=None, max_length=100)
-    user_id: str | None = None
+    session_ids: list[Id] | None = Field(default=None, max_length=100)
+    user_id: Id | None = None
     source: SessionOutcomeSource | None = None
     outcome: SessionOutcomeKind | None = None
-    label: str | None = None
-    start_time: int | None = Field(default=None, ge=0)
-    end_time: int | None = Field(default=None, ge=0)
-    top_k: int = Field(default=100, ge=1, le=1_000)
-    offset: int = Field(default=0, ge=0)
+    label: str | None = Field(default=None, max_length=128)
+    start_time: Epoch | None = None
+    end_time: Epoch | None = None
+    top_k: PageSize = 100
+    offset: int = Field(default=0, ge=0, le=1_000_000)
     include_history: bool = False  # addition: every revision, not only the latest
 
     @model_validator(mode="after")
@@ -217,18 +226,18 @@ class GetRecentShadowComparisonsResponse(WireModel):
 # -- overview ------------------------------------------------------------------------------------
 
 
-class SourceSet(WireModel):
+class SourceSet(RequestModel):
     """A labelled group of publish sources compared in the overview."""
 
     label: NonEmptyStr = Field(max_length=128)
     sources: list[NonEmptyStr] = Field(min_length=1, max_length=50)
 
 
-class GetEvaluationOverviewRequest(WireModel):
+class GetEvaluationOverviewRequest(RequestModel):
     """The evaluation page in one round trip, for sessions judged in [from_ts, to_ts]."""
 
-    from_ts: int = Field(ge=0)
-    to_ts: int = Field(ge=0)
+    from_ts: Epoch
+    to_ts: Epoch
     bucket: Literal["day", "week"] = "week"
     include_shadow: bool = True
     source_sets: list[SourceSet] = Field(default_factory=list, max_length=10)
@@ -375,12 +384,12 @@ class GetEvaluationOverviewResponse(WireModel):
 # -- grading on demand ---------------------------------------------------------------------------
 
 
-class GradeOnDemandRequest(WireModel):
+class GradeOnDemandRequest(RequestModel):
     """Judge one session now (again), whatever its sampling said."""
 
-    session_id: NonEmptyStr = Field(max_length=255)
+    session_id: Id
     agent_version: NonEmptyStr = Field(max_length=1000)
-    evaluation_name: str | None = None
+    evaluation_name: Name | None = None
 
 
 class GradeOnDemandResponse(WireModel):
@@ -396,12 +405,12 @@ class GradeOnDemandResponse(WireModel):
 # -- learning impact -----------------------------------------------------------------------------
 
 
-class GetLearningImpactRequest(WireModel):
+class GetLearningImpactRequest(RequestModel):
     """Impact of learnings by (kind, id); all kinds' most served when no id is given."""
 
     kind: Literal["profile", "user_playbook", "agent_playbook"] | None = None
-    learning_ids: list[NonEmptyStr] | None = Field(default=None, max_length=1000)
-    limit: int = Field(default=100, ge=1, le=1000)
+    learning_ids: list[Id] | None = Field(default=None, max_length=1000)
+    limit: PageSize = 100
 
 
 class GetLearningImpactResponse(WireModel):
@@ -424,7 +433,7 @@ class PlaybookApplicationStat(WireModel):
     impact: LearningImpactView | None = None  # addition
 
 
-class GetPlaybookApplicationStatsRequest(WireModel):
+class GetPlaybookApplicationStatsRequest(RequestModel):
     """Look-back window in days."""
 
     days_back: int = Field(default=30, gt=0, le=3650)
@@ -460,13 +469,13 @@ class ReflectionActionView(WireModel):
     revert_note: str | None = None
 
 
-class ListReflectionActionsRequest(WireModel):
+class ListReflectionActionsRequest(RequestModel):
     """Actions on one learning, or the latest of the org."""
 
     kind: Literal["profile", "user_playbook", "agent_playbook"] | None = None
-    learning_id: str | None = None
+    learning_id: Id | None = None
     include_reverted: bool = True
-    limit: int = Field(default=100, ge=1, le=1000)
+    limit: PageSize = 100
 
 
 class ListReflectionActionsResponse(WireModel):
@@ -476,10 +485,10 @@ class ListReflectionActionsResponse(WireModel):
     actions: list[ReflectionActionView] = Field(default_factory=list)
 
 
-class RevertReflectionActionRequest(WireModel):
+class RevertReflectionActionRequest(RequestModel):
     """Undo an action: the learning gets back the state it had before."""
 
-    action_id: int = Field(gt=0)
+    action_id: RowId
     note: str | None = Field(default=None, max_length=2000)
 
 
@@ -493,7 +502,7 @@ class RevertReflectionActionResponse(WireModel):
 # -- retrieval experiments -----------------------------------------------------------------------
 
 
-class StartRetrievalExperimentRequest(WireModel):
+class StartRetrievalExperimentRequest(RequestModel):
     """Start a user-level holdout: that share of users gets no learnings while it runs.
 
     The id travels in the results route's path (``/retrieval_experiments/{id}/results``): any
@@ -512,7 +521,7 @@ class StartRetrievalExperimentRequest(WireModel):
         return value
 
 
-class StopRetrievalExperimentRequest(WireModel):
+class StopRetrievalExperimentRequest(RequestModel):
     """Stop the active experiment."""
 
     experiment_id: NonEmptyStr = Field(max_length=128)

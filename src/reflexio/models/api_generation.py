@@ -17,7 +17,12 @@ from reflexio.models.entities import (
 )
 from reflexio.models.fields import (
     DEFAULT_AGENT_VERSION,
+    Flag,
+    Id,
+    Name,
     NonEmptyStr,
+    PageSize,
+    RequestModel,
     SessionOutcomeSource,
     TimeWindow,
     WireModel,
@@ -56,7 +61,8 @@ def _agent_version_or_default(value: str) -> str:
     return value or DEFAULT_AGENT_VERSION
 
 
-AgentVersion: TypeAlias = Annotated[str, AfterValidator(_agent_version_or_default)]
+AgentVersion: TypeAlias = Annotated[Name, AfterValidator(_agent_version_or_default)]
+Names: TypeAlias = Annotated[list[Name], Field(max_length=100)]
 """An agent version where an empty string means the default, ``agent-v0``."""
 
 
@@ -68,9 +74,9 @@ AgentVersion: TypeAlias = Annotated[str, AfterValidator(_agent_version_or_defaul
 class RerunProfileGenerationRequest(TimeWindow):
     """Re-extract profiles from all matching interactions; results arrive as pending."""
 
-    user_id: str | None = None
+    user_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    extractor_names: list[str] | None = None  # accepted and ignored: one extractor per org
+    extractor_names: Names | None = None  # accepted and ignored: one extractor per org
 
 
 class RerunProfileGenerationResponse(WireModel):
@@ -82,12 +88,12 @@ class RerunProfileGenerationResponse(WireModel):
     operation_id: str = "rerun_profile_generation"
 
 
-class ManualProfileGenerationRequest(WireModel):
+class ManualProfileGenerationRequest(RequestModel):
     """Extract profiles now from the latest window of interactions; results are current."""
 
-    user_id: str | None = None
+    user_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    extractor_names: list[str] | None = None  # accepted and ignored
+    extractor_names: Names | None = None  # accepted and ignored
 
 
 class ManualProfileGenerationResponse(WireModel):
@@ -98,12 +104,12 @@ class ManualProfileGenerationResponse(WireModel):
     profiles_generated: int | None = None
 
 
-class UpgradeProfilesRequest(WireModel):
+class UpgradeProfilesRequest(RequestModel):
     """Promote pending profiles to current, archiving the current ones (``None`` = all users)."""
 
-    user_id: str | None = None
-    profile_ids: list[str] | None = None
-    only_affected_users: bool = False
+    user_id: Id | None = None
+    profile_ids: list[Id] | None = Field(default=None, max_length=10_000)
+    only_affected_users: Flag = False
 
 
 class UpgradeProfilesResponse(WireModel):
@@ -116,12 +122,12 @@ class UpgradeProfilesResponse(WireModel):
     message: str = ""
 
 
-class DowngradeProfilesRequest(WireModel):
+class DowngradeProfilesRequest(RequestModel):
     """Undo an upgrade: current back to pending, archived back to current."""
 
-    user_id: str | None = None
-    profile_ids: list[str] | None = None
-    only_affected_users: bool = False
+    user_id: Id | None = None
+    profile_ids: list[Id] | None = Field(default=None, max_length=10_000)
+    only_affected_users: Flag = False
 
 
 class DowngradeProfilesResponse(WireModel):
@@ -142,7 +148,7 @@ class RerunPlaybookGenerationRequest(TimeWindow):
     """Re-extract user playbooks for an agent version; results arrive as pending."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
-    playbook_name: str | None = None  # accepted and ignored
+    playbook_name: Name | None = None  # accepted and ignored
     source: SessionOutcomeSource | None = None
 
 
@@ -155,12 +161,12 @@ class RerunPlaybookGenerationResponse(WireModel):
     operation_id: str = "rerun_playbook_generation"
 
 
-class ManualPlaybookGenerationRequest(WireModel):
+class ManualPlaybookGenerationRequest(RequestModel):
     """Extract user playbooks now from the latest window; results are current."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
     source: SessionOutcomeSource | None = None
-    playbook_name: str | None = None  # accepted and ignored
+    playbook_name: Name | None = None  # accepted and ignored
 
 
 class ManualPlaybookGenerationResponse(WireModel):
@@ -171,12 +177,12 @@ class ManualPlaybookGenerationResponse(WireModel):
     playbooks_generated: int | None = None
 
 
-class UpgradeUserPlaybooksRequest(WireModel):
+class UpgradeUserPlaybooksRequest(RequestModel):
     """Promote pending user playbooks to current."""
 
-    agent_version: str | None = None
-    playbook_name: str | None = None
-    archive_current: bool = True
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
+    archive_current: Flag = True
 
 
 class UpgradeUserPlaybooksResponse(WireModel):
@@ -189,11 +195,11 @@ class UpgradeUserPlaybooksResponse(WireModel):
     message: str = ""
 
 
-class DowngradeUserPlaybooksRequest(WireModel):
+class DowngradeUserPlaybooksRequest(RequestModel):
     """Undo a user playbook upgrade."""
 
-    agent_version: str | None = None
-    playbook_name: str | None = None
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
 
 
 class DowngradeUserPlaybooksResponse(WireModel):
@@ -205,11 +211,11 @@ class DowngradeUserPlaybooksResponse(WireModel):
     message: str = ""
 
 
-class RunPlaybookAggregationRequest(WireModel):
+class RunPlaybookAggregationRequest(RequestModel):
     """Cluster an agent version's user playbooks into agent playbooks now."""
 
     agent_version: AgentVersion = DEFAULT_AGENT_VERSION
-    playbook_name: NonEmptyStr = "playbook"
+    playbook_name: Annotated[NonEmptyStr, Field(max_length=255)] = "playbook"
 
 
 class RunPlaybookAggregationResponse(WireModel):
@@ -243,10 +249,10 @@ class OperationStatusInfo(WireModel):
     progress_percentage: float = Field(default=0.0, ge=0.0, le=100.0)
 
 
-class GetOperationStatusRequest(WireModel):
+class GetOperationStatusRequest(RequestModel):
     """Which operation to report on (``profile_generation`` or ``playbook_generation``)."""
 
-    service_name: str = "profile_generation"
+    service_name: Name = "profile_generation"
 
 
 class GetOperationStatusResponse(WireModel):
@@ -265,8 +271,8 @@ class GetOperationStatusResponse(WireModel):
 class GetAgentSuccessEvaluationResultsRequest(TimeWindow):
     """Session-success verdicts, newest first."""
 
-    limit: int | None = Field(default=100, gt=0)
-    agent_version: str | None = None
+    limit: PageSize | None = 100
+    agent_version: Name | None = None
 
 
 class GetEvaluationResultsViewResponse(WireModel):
@@ -280,9 +286,9 @@ class GetEvaluationResultsViewResponse(WireModel):
 class GetRetrievedLearningEvaluationResultsRequest(TimeWindow):
     """Per-learning verdicts; the time window applies to the turn that received the learning."""
 
-    user_id: str | None = None
-    session_id: str | None = None
-    limit: int = Field(default=100, ge=1, le=1_000)
+    user_id: Id | None = None
+    session_id: Id | None = None
+    limit: PageSize = 100
 
 
 class GetRetrievedLearningEvaluationResultsResponse(WireModel):

@@ -20,9 +20,15 @@ from reflexio.models.entities import (
 )
 from reflexio.models.fields import (
     CapturesUnknownFields,
-    NonEmptyStr,
+    Flag,
+    Fraction,
+    Id,
+    PageSize,
+    RequestModel,
+    RowId,
     SessionOutcomeSource,
     TimeWindow,
+    TopK,
     WireModel,
 )
 
@@ -92,18 +98,20 @@ class PublishUserInteractionRequest(CapturesUnknownFields):
     :meth:`payload_warnings`; indices in every report refer to the list as the caller sent it.
     """
 
-    request_id: NonEmptyStr | None = None
-    user_id: NonEmptyStr
+    request_id: Id | None = None
+    user_id: Id
     interaction_data_list: list[InteractionData] = Field(min_length=1, max_length=1_000)
     source: SessionOutcomeSource = ""
     agent_version: str = Field(default="", max_length=1_000)
-    session_id: NonEmptyStr
-    session_finished: bool = False
-    skip_aggregation: bool = False
-    force_extraction: bool = False
-    evaluation_only: bool = False
-    override_learning_stall: bool = False
-    retrieval_experiment_id: NonEmptyStr | None = None
+    session_id: Id
+    session_finished: Flag = False
+    skip_aggregation: Flag = False
+    force_extraction: Flag = False
+    evaluation_only: Flag = False
+    # Learning never stalls on this server (failed jobs are retried, then dead-lettered), so the
+    # flag can only be false; ``service.publish`` refuses ``true`` with a 422 saying why.
+    override_learning_stall: Flag = Field(default=False, json_schema_extra={"const": False})
+    retrieval_experiment_id: Id | None = None
     retrieval_experiment_arm: Literal["treatment", "holdout"] | None = None
 
     _interaction_unknown_fields: list[list[str]] = PrivateAttr(default_factory=list)
@@ -231,11 +239,11 @@ class LearningStatusResponse(WireModel):
     reason: str | None = None
 
 
-class FinalizeSessionRequest(WireModel):
+class FinalizeSessionRequest(RequestModel):
     """A hint that a session is over, so it can be learned from and judged without waiting."""
 
-    user_id: NonEmptyStr
-    session_id: NonEmptyStr
+    user_id: Id
+    session_id: Id
 
 
 class FinalizeSessionResponse(WireModel):
@@ -254,8 +262,8 @@ class FinalizeSessionResponse(WireModel):
 class GetInteractionsRequest(TimeWindow):
     """One user's most recent turns, optionally within a time window."""
 
-    user_id: NonEmptyStr
-    top_k: int | None = Field(default=30, gt=0)
+    user_id: Id
+    top_k: PageSize | None = 30
 
 
 class GetInteractionsViewResponse(WireModel):
@@ -269,12 +277,12 @@ class GetInteractionsViewResponse(WireModel):
 class SearchInteractionRequest(TimeWindow):
     """Search one user's turns by text and/or meaning."""
 
-    user_id: NonEmptyStr
-    request_id: str | None = None
-    query: str | None = None
-    top_k: int | None = Field(default=None, gt=0)
-    most_recent_k: int | None = Field(default=None, gt=0)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    user_id: Id
+    request_id: Id | None = None
+    query: str | None = Field(default=None, max_length=10_000)
+    top_k: TopK | None = None
+    most_recent_k: PageSize | None = None
+    threshold: Fraction | None = None
     search_mode: SearchMode = SearchMode.HYBRID
 
 
@@ -289,12 +297,12 @@ class SearchInteractionsViewResponse(WireModel):
 class GetRequestsRequest(TimeWindow):
     """Sessions with their requests and turns; paginated by session, not by request."""
 
-    user_id: str | None = None
-    request_id: str | None = None
-    session_id: str | None = None
+    user_id: Id | None = None
+    request_id: Id | None = None
+    session_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    top_k: int | None = Field(default=30, gt=0)
-    offset: int | None = Field(default=0, ge=0)
+    top_k: PageSize | None = 30
+    offset: int | None = Field(default=0, ge=0, le=1_000_000)
 
 
 class RequestDataView(WireModel):
@@ -325,11 +333,11 @@ class GetRequestsViewResponse(WireModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class DeleteUserInteractionRequest(WireModel):
+class DeleteUserInteractionRequest(RequestModel):
     """Delete one turn of one user."""
 
-    user_id: NonEmptyStr
-    interaction_id: int = Field(gt=0)
+    user_id: Id
+    interaction_id: RowId
 
 
 class DeleteUserInteractionResponse(WireModel):
@@ -339,10 +347,10 @@ class DeleteUserInteractionResponse(WireModel):
     message: str = ""
 
 
-class DeleteRequestRequest(WireModel):
+class DeleteRequestRequest(RequestModel):
     """Delete a request and its turns."""
 
-    request_id: NonEmptyStr
+    request_id: Id
 
 
 class DeleteRequestResponse(WireModel):
@@ -352,10 +360,10 @@ class DeleteRequestResponse(WireModel):
     message: str = ""
 
 
-class DeleteSessionRequest(WireModel):
+class DeleteSessionRequest(RequestModel):
     """Delete every request of a session."""
 
-    session_id: NonEmptyStr
+    session_id: Id
 
 
 class DeleteSessionResponse(WireModel):
@@ -366,10 +374,10 @@ class DeleteSessionResponse(WireModel):
     deleted_requests_count: int = 0
 
 
-class DeleteRequestsByIdsRequest(WireModel):
+class DeleteRequestsByIdsRequest(RequestModel):
     """Delete several requests at once."""
 
-    request_ids: list[str] = Field(min_length=1, max_length=10_000)
+    request_ids: list[Id] = Field(min_length=1, max_length=10_000)
 
 
 class BulkDeleteResponse(WireModel):

@@ -5,22 +5,38 @@ Learnings are user profiles, user playbooks and agent playbooks. Searching them 
 ``status_filter`` lists use ``null`` for the current version (see ``Status``).
 """
 
-from typing import Any, Self
+from typing import Annotated, Any, Self, TypeAlias
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from reflexio.models.entities import (
     AgentPlaybook,
     AgentPlaybookView,
     PlaybookStatus,
     ProfileChangeLogView,
+    ProfileTimeToLive,
     ProfileView,
     Status,
     UserPlaybook,
     UserPlaybookView,
     UserProfile,
 )
-from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow, WireModel
+from reflexio.models.fields import (
+    MAX_BULK_ITEMS,
+    MAX_BULK_TEXT,
+    NON_BLANK_PATTERN,
+    Id,
+    LearningText,
+    Name,
+    PageSize,
+    QueryText,
+    RequestModel,
+    RowId,
+    SessionOutcomeSource,
+    TimeWindow,
+    WireModel,
+    is_blank,
+)
 
 __all__ = [
     "AddAgentPlaybookRequest",
@@ -61,16 +77,41 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-class AddUserProfileRequest(WireModel):
-    """Store profiles directly, bypassing extraction; each needs content to be embedded."""
+#: An edited text of a learning: when it is sent at all it must say something (a blank content
+#: or trigger could leave a playbook with nothing to embed).
+NonBlankText: TypeAlias = Annotated[LearningText, StringConstraints(pattern=NON_BLANK_PATTERN)]
 
-    user_profiles: list[UserProfile] = Field(min_length=1)
+
+def _check_bulk_text(name: str, texts: list[int]) -> None:
+    """Refuse a bulk write whose learnings hold more text, in all, than :data:`MAX_BULK_TEXT`.
+
+    Raises:
+        ValueError: Naming the list and the total.
+    """
+    total = sum(texts)
+    if total > MAX_BULK_TEXT:
+        raise ValueError(
+            f"{name} carries {total:,} characters of text in all; one request may carry at most"
+            f" {MAX_BULK_TEXT:,} (send the rest in further requests)"
+        )
+
+
+def _text_size(*values: str | None) -> int:
+    return sum(len(value) for value in values if value)
+
+
+class AddUserProfileRequest(RequestModel):
+    """Store profiles directly, bypassing extraction; each needs content to be embedded.
+
+    At most 1,000 profiles and 1,000,000 characters of content per request: embedding is the
+    expensive part of a write, and these bounds keep one request to seconds of work.
+    """
+
+    user_profiles: list[UserProfile] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
 
     @model_validator(mode="after")
-    def _every_profile_has_content(self) -> Self:
-        for index, profile in enumerate(self.user_profiles):
-            if not profile.content:
-                raise ValueError(f"user_profiles[{index}].content is required for embedding")
+    def _bounded_text(self) -> Self:
+        _check_bulk_text("user_profiles", [_text_size(p.content) for p in self.user_profiles])
         return self
 
 
@@ -86,14 +127,14 @@ class AddUserProfileResponse(WireModel):
 class GetUserProfilesRequest(TimeWindow):
     """One user's profiles, filtered; ``status_filter=[null]`` means current only."""
 
-    user_id: NonEmptyStr
-    profile_id: str | None = None
-    query: str | None = None
-    top_k: int | None = Field(default=30, gt=0)
+    user_id: Id
+    profile_id: Id | None = None
+    query: QueryText | None = None
+    top_k: PageSize | None = 30
     source: SessionOutcomeSource | None = None
-    profile_time_to_live: str | None = None
-    status_filter: list[Status | None] | None = None
-    tags: list[str] | None = None
+    profile_time_to_live: ProfileTimeToLive | None = None
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
+    tags: list[Name] | None = Field(default=None, max_length=100)
 
 
 class GetProfilesViewResponse(WireModel):
@@ -104,12 +145,12 @@ class GetProfilesViewResponse(WireModel):
     msg: str | None = None
 
 
-class UpdateUserProfileRequest(WireModel):
+class UpdateUserProfileRequest(RequestModel):
     """Change a profile's content and/or custom features; ``None`` leaves a field alone."""
 
-    user_id: str
-    profile_id: str
-    content: str | None = None
+    user_id: Id
+    profile_id: Id
+    content: LearningText | None = None
     custom_features: dict[str, Any] | None = None
 
 
@@ -138,12 +179,25 @@ class GetProfileStatisticsResponse(WireModel):
     msg: str | None = None
 
 
-class DeleteUserProfileRequest(WireModel):
-    """Delete one profile by id, or the user's profiles matching ``search_query``."""
+class DeleteUserProfileRequest(RequestModel):
+    """Delete one profile by id, or the user's profiles matching ``search_query`` (one is needed)."""
 
-    user_id: NonEmptyStr
-    profile_id: str = ""
-    search_query: str = ""
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"profile_id": {"minLength": 1}}, "required": ["profile_id"]},
+                {
+                    "properties": {"search_query": {"pattern": NON_BLANK_PATTERN}},
+                    "required": ["search_query"],
+                },
+            ]
+        },
+    )
+
+    user_id: Id
+    profile_id: Name = ""
+    search_query: QueryText = ""
 
 
 class DeleteUserProfileResponse(WireModel):
@@ -153,10 +207,10 @@ class DeleteUserProfileResponse(WireModel):
     message: str = ""
 
 
-class DeleteProfilesByIdsRequest(WireModel):
+class DeleteProfilesByIdsRequest(RequestModel):
     """Delete several profiles at once."""
 
-    profile_ids: list[str] = Field(min_length=1, max_length=10_000)
+    profile_ids: list[Id] = Field(min_length=1, max_length=10_000)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,18 +218,25 @@ class DeleteProfilesByIdsRequest(WireModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class AddUserPlaybookRequest(WireModel):
-    """Store user playbooks directly; each needs a content or a trigger to be embedded."""
+class AddUserPlaybookRequest(RequestModel):
+    """Store user playbooks directly; each needs a content or a trigger to be embedded.
 
-    user_playbooks: list[UserPlaybook] = Field(min_length=1, max_length=1_000)
+    Bounded like :class:`AddUserProfileRequest`.
+    """
+
+    user_playbooks: list[UserPlaybook] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
 
     @model_validator(mode="after")
     def _every_playbook_has_text(self) -> Self:
         for index, playbook in enumerate(self.user_playbooks):
-            if not (playbook.trigger or playbook.content):
+            if is_blank(playbook.trigger) and is_blank(playbook.content):
                 raise ValueError(
                     f"user_playbooks[{index}]: at least one of content or trigger must be provided"
                 )
+        _check_bulk_text(
+            "user_playbooks",
+            [_text_size(p.content, p.trigger, p.rationale, p.pitfall) for p in self.user_playbooks],
+        )
         return self
 
 
@@ -188,10 +249,18 @@ class AddUserPlaybookResponse(WireModel):
     user_playbook_ids: list[int] = Field(default_factory=list)
 
 
-class AddAgentPlaybookRequest(WireModel):
-    """Store agent playbooks directly (for example, hand-written rules)."""
+class AddAgentPlaybookRequest(RequestModel):
+    """Store agent playbooks directly (for example, hand-written rules); bounded like profiles."""
 
-    agent_playbooks: list[AgentPlaybook] = Field(min_length=1)
+    agent_playbooks: list[AgentPlaybook] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+
+    @model_validator(mode="after")
+    def _bounded_text(self) -> Self:
+        _check_bulk_text(
+            "agent_playbooks",
+            [_text_size(p.content, p.trigger, p.rationale, p.pitfall) for p in self.agent_playbooks],
+        )
+        return self
 
 
 class AddAgentPlaybookResponse(WireModel):
@@ -206,15 +275,15 @@ class AddAgentPlaybookResponse(WireModel):
 class GetUserPlaybooksRequest(TimeWindow):
     """User playbooks, filtered; ``status_filter=[null]`` means current only."""
 
-    limit: int | None = Field(default=100, gt=0)
-    user_playbook_id: int | None = Field(default=None, gt=0)
-    user_id: str | None = None
-    request_id: str | None = None
-    query: str | None = None
-    playbook_name: str | None = None
-    agent_version: str | None = None
-    status_filter: list[Status | None] | None = None
-    tags: list[str] | None = None
+    limit: PageSize | None = 100
+    user_playbook_id: RowId | None = None
+    user_id: Id | None = None
+    request_id: Id | None = None
+    query: QueryText | None = None
+    playbook_name: Name | None = None
+    agent_version: Name | None = None
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
+    tags: list[Name] | None = Field(default=None, max_length=100)
 
 
 class GetUserPlaybooksViewResponse(WireModel):
@@ -228,16 +297,16 @@ class GetUserPlaybooksViewResponse(WireModel):
 class GetAgentPlaybooksRequest(TimeWindow):
     """Agent playbooks, filtered by lifecycle and by review state."""
 
-    limit: int | None = Field(default=100, gt=0)
-    agent_playbook_id: int | None = Field(default=None, gt=0)
-    query: str | None = None
-    playbook_name: str | None = None
-    agent_version: str | None = None
-    status_filter: list[Status | None] | None = None
+    limit: PageSize | None = 100
+    agent_playbook_id: RowId | None = None
+    query: QueryText | None = None
+    playbook_name: Name | None = None
+    agent_version: Name | None = None
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
     playbook_status_filter: PlaybookStatus | None = None
-    tags: list[str] | None = None
-    request_id: str | None = None
-    session_id: str | None = None
+    tags: list[Name] | None = Field(default=None, max_length=100)
+    request_id: Id | None = None
+    session_id: Id | None = None
 
 
 class GetAgentPlaybooksViewResponse(WireModel):
@@ -248,7 +317,7 @@ class GetAgentPlaybooksViewResponse(WireModel):
     msg: str | None = None
 
 
-class UpdatePlaybookStatusRequest(WireModel):
+class UpdatePlaybookStatusRequest(RequestModel):
     """Approve, reject or re-open an agent playbook.
 
     Additions: ``expected_status`` is the state the reviewer acted on (a different current
@@ -256,7 +325,7 @@ class UpdatePlaybookStatusRequest(WireModel):
     history with who decided.
     """
 
-    agent_playbook_id: int = Field(gt=0)
+    agent_playbook_id: RowId
     playbook_status: PlaybookStatus
     expected_status: PlaybookStatus | None = None
     note: str | None = Field(default=None, max_length=4_000)
@@ -269,14 +338,14 @@ class UpdatePlaybookStatusResponse(WireModel):
     msg: str | None = None
 
 
-class UpdateAgentPlaybookRequest(WireModel):
+class UpdateAgentPlaybookRequest(RequestModel):
     """Edit an agent playbook; ``None`` leaves a field alone."""
 
-    agent_playbook_id: int = Field(gt=0)
-    playbook_name: str | None = None
-    content: str | None = None
-    trigger: str | None = None
-    rationale: str | None = None
+    agent_playbook_id: RowId
+    playbook_name: Name | None = None
+    content: NonBlankText | None = None
+    trigger: NonBlankText | None = None
+    rationale: LearningText | None = None
     playbook_status: PlaybookStatus | None = None
     expected_status: PlaybookStatus | None = None  # addition: see UpdatePlaybookStatusRequest
     note: str | None = Field(default=None, max_length=4_000)  # addition: kept in the history
@@ -289,14 +358,14 @@ class UpdateAgentPlaybookResponse(WireModel):
     msg: str | None = None
 
 
-class UpdateUserPlaybookRequest(WireModel):
+class UpdateUserPlaybookRequest(RequestModel):
     """Edit a user playbook; ``None`` leaves a field alone."""
 
-    user_playbook_id: int = Field(gt=0)
-    playbook_name: str | None = None
-    content: str | None = None
-    trigger: str | None = None
-    rationale: str | None = None
+    user_playbook_id: RowId
+    playbook_name: Name | None = None
+    content: NonBlankText | None = None
+    trigger: NonBlankText | None = None
+    rationale: LearningText | None = None
 
 
 class UpdateUserPlaybookResponse(WireModel):
@@ -306,10 +375,10 @@ class UpdateUserPlaybookResponse(WireModel):
     msg: str | None = None
 
 
-class DeleteAgentPlaybookRequest(WireModel):
+class DeleteAgentPlaybookRequest(RequestModel):
     """Delete one agent playbook."""
 
-    agent_playbook_id: int = Field(gt=0)
+    agent_playbook_id: RowId
 
 
 class DeleteAgentPlaybookResponse(WireModel):
@@ -319,10 +388,10 @@ class DeleteAgentPlaybookResponse(WireModel):
     message: str = ""
 
 
-class DeleteUserPlaybookRequest(WireModel):
+class DeleteUserPlaybookRequest(RequestModel):
     """Delete one user playbook."""
 
-    user_playbook_id: int = Field(gt=0)
+    user_playbook_id: RowId
 
 
 class DeleteUserPlaybookResponse(WireModel):
@@ -332,13 +401,13 @@ class DeleteUserPlaybookResponse(WireModel):
     message: str = ""
 
 
-class DeleteAgentPlaybooksByIdsRequest(WireModel):
+class DeleteAgentPlaybooksByIdsRequest(RequestModel):
     """Delete several agent playbooks at once."""
 
-    agent_playbook_ids: list[int] = Field(min_length=1, max_length=10_000)
+    agent_playbook_ids: list[RowId] = Field(min_length=1, max_length=10_000)
 
 
-class DeleteUserPlaybooksByIdsRequest(WireModel):
+class DeleteUserPlaybooksByIdsRequest(RequestModel):
     """Delete several user playbooks at once."""
 
-    user_playbook_ids: list[int] = Field(min_length=1, max_length=10_000)
+    user_playbook_ids: list[RowId] = Field(min_length=1, max_length=10_000)

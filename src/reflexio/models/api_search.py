@@ -6,7 +6,7 @@ budget (:meth:`UnifiedSearchViewResponse.to_prompt`), returning the ``retrieved_
 to publish for exactly the learnings that made it into the prompt.
 """
 
-from typing import Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field
 
@@ -19,7 +19,21 @@ from reflexio.models.entities import (
     Status,
     UserPlaybookView,
 )
-from reflexio.models.fields import NonEmptyStr, SessionOutcomeSource, TimeWindow, WireModel
+from reflexio.models.fields import (
+    MAX_QUERY_LENGTH,
+    Flag,
+    Fraction,
+    Id,
+    Name,
+    NonEmptyStr,
+    QueryText,
+    RequestModel,
+    RowId,
+    SessionOutcomeSource,
+    TimeWindow,
+    TopK,
+    WireModel,
+)
 from reflexio.models.prompt import STANDING_TAG, PromptBlock, PromptItem, pack_prompt, rule_line
 
 __all__ = [
@@ -37,6 +51,8 @@ __all__ = [
 ]
 
 UnifiedSearchEntityType: TypeAlias = Literal["profiles", "user_playbooks", "agent_playbooks"]
+Tags: TypeAlias = Annotated[list[Name], Field(max_length=100)]
+Statuses: TypeAlias = Annotated[list[PlaybookStatus], Field(max_length=10)]
 
 
 class RetrievalExperimentAssignment(WireModel):
@@ -46,11 +62,11 @@ class RetrievalExperimentAssignment(WireModel):
     arm: Literal["treatment", "holdout"]
 
 
-class ConversationTurn(WireModel):
+class ConversationTurn(RequestModel):
     """A prior turn given to query rewriting for context."""
 
-    role: NonEmptyStr
-    content: NonEmptyStr
+    role: Annotated[NonEmptyStr, Field(max_length=1_000)]
+    content: Annotated[NonEmptyStr, Field(max_length=MAX_QUERY_LENGTH)]
 
 
 class SearchUserProfileRequest(TimeWindow):
@@ -60,18 +76,18 @@ class SearchUserProfileRequest(TimeWindow):
     search finds nothing (profiles are private to their user), and ``msg`` says why.
     """
 
-    user_id: NonEmptyStr | None = None
-    generated_from_request_id: str | None = None
-    request_id: str | None = None
-    session_id: str | None = None
-    query: str | None = None
-    top_k: int | None = Field(default=10, gt=0)
+    user_id: Id | None = None
+    generated_from_request_id: Id | None = None
+    request_id: Id | None = None
+    session_id: Id | None = None
+    query: QueryText | None = None
+    top_k: TopK | None = 10
     source: SessionOutcomeSource | None = None
-    custom_feature: str | None = None
-    extractor_name: str | None = None  # accepted and ignored, as in Reflexio
-    tags: list[str] | None = None
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    enable_reformulation: bool | None = False
+    custom_feature: QueryText | None = None
+    extractor_name: Name | None = None  # accepted and ignored, as in Reflexio
+    tags: Tags | None = None
+    threshold: Fraction | None = None
+    enable_reformulation: Flag | None = False
     search_mode: SearchMode = SearchMode.HYBRID
 
 
@@ -87,19 +103,19 @@ class SearchProfilesViewResponse(WireModel):
 class SearchUserPlaybookRequest(TimeWindow):
     """Search user playbooks; ``status_filter=None`` means every non-tombstone status."""
 
-    query: str | None = None
-    user_id: str | None = Field(default=None, max_length=255)
-    agent_version: str | None = None
-    playbook_name: str | None = None
+    query: QueryText | None = None
+    user_id: Id | None = None
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
     source: SessionOutcomeSource | None = None
-    status_filter: list[Status | None] | None = None
-    tags: list[str] | None = None
-    top_k: int | None = Field(default=10, gt=0, le=100)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    enable_reformulation: bool | None = False
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
+    tags: Tags | None = None
+    top_k: TopK | None = 10
+    threshold: Fraction | None = None
+    enable_reformulation: Flag | None = False
     search_mode: SearchMode = SearchMode.HYBRID
-    request_id: str | None = Field(default=None, max_length=255)
-    session_id: str | None = Field(default=None, max_length=255)
+    request_id: Id | None = None
+    session_id: Id | None = None
 
 
 class SearchUserPlaybooksViewResponse(WireModel):
@@ -117,20 +133,22 @@ class SearchAgentPlaybookRequest(TimeWindow):
     ``playbook_status_filter`` takes one review state or a list of them.
     """
 
-    query: str | None = None
-    user_id: NonEmptyStr | None = None
-    agent_version: str | None = None
-    playbook_name: str | None = None
+    query: QueryText | None = None
+    user_id: Id | None = None
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
     source: SessionOutcomeSource | None = None
-    status_filter: list[Status | None] | None = None
-    playbook_status_filter: PlaybookStatus | list[PlaybookStatus] | None = None
-    tags: list[str] | None = None
-    top_k: int | None = Field(default=10, gt=0)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    enable_reformulation: bool | None = False
+    status_filter: list[Status | None] | None = Field(default=None, max_length=10)
+    playbook_status_filter: PlaybookStatus | Annotated[list[PlaybookStatus], Field(max_length=10)] | None = (
+        None
+    )
+    tags: Tags | None = None
+    top_k: TopK | None = 10
+    threshold: Fraction | None = None
+    enable_reformulation: Flag | None = False
     search_mode: SearchMode = SearchMode.HYBRID
-    request_id: str | None = None
-    session_id: str | None = None
+    request_id: Id | None = None
+    session_id: Id | None = None
 
 
 class SearchAgentPlaybooksViewResponse(WireModel):
@@ -142,7 +160,7 @@ class SearchAgentPlaybooksViewResponse(WireModel):
     experiment: RetrievalExperimentAssignment | None = None
 
 
-class UnifiedSearchRequest(WireModel):
+class UnifiedSearchRequest(RequestModel):
     """One search over profiles, user playbooks and agent playbooks.
 
     ``top_k`` applies per kind. ``agent_playbook_status_filter=None`` means approved and
@@ -150,26 +168,26 @@ class UnifiedSearchRequest(WireModel):
     was already served in the session is skipped and the next best fills in.
     """
 
-    query: NonEmptyStr
-    top_k: int | None = Field(default=5, gt=0, le=100)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    agent_version: str | None = None
-    playbook_name: str | None = None
-    user_id: str | None = Field(default=None, max_length=255)
+    query: Annotated[NonEmptyStr, Field(max_length=MAX_QUERY_LENGTH)]
+    top_k: TopK | None = 5
+    threshold: Fraction | None = None
+    agent_version: Name | None = None
+    playbook_name: Name | None = None
+    user_id: Id | None = None
     source: SessionOutcomeSource | None = None
-    tags: list[str] | None = None
-    entity_types: list[UnifiedSearchEntityType] | None = None
-    agent_playbook_status_filter: list[PlaybookStatus] | None = None
-    conversation_history: list[ConversationTurn] | None = None
-    enable_reformulation: bool | None = False
-    enable_agent_answer: bool | None = False
+    tags: Tags | None = None
+    entity_types: list[UnifiedSearchEntityType] | None = Field(default=None, max_length=3)
+    agent_playbook_status_filter: list[PlaybookStatus] | None = Field(default=None, max_length=3)
+    conversation_history: list[ConversationTurn] | None = Field(default=None, max_length=100)
+    enable_reformulation: Flag | None = False
+    enable_agent_answer: Flag | None = False
     search_mode: SearchMode = SearchMode.HYBRID
-    request_id: str | None = Field(default=None, max_length=255)
-    session_id: str | None = Field(default=None, max_length=255)
-    interaction_id: int | None = Field(default=None, gt=0)
+    request_id: Id | None = None
+    session_id: Id | None = None
+    interaction_id: RowId | None = None
     # Additions: serve learnings already served in this session again; cap the total size.
-    include_already_served: bool = False
-    max_tokens: int | None = Field(default=None, gt=0)
+    include_already_served: Flag = False
+    max_tokens: int | None = Field(default=None, gt=0, le=1_000_000)
 
 
 class UnifiedSearchViewResponse(WireModel):

@@ -6,7 +6,7 @@ document, so a user can take their data away (and ``clear_user_data`` can remove
 """
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -18,12 +18,13 @@ from reflexio.models.entities import (
     UserPlaybook,
     UserProfile,
 )
-from reflexio.models.fields import NonEmptyStr, WireModel, now_epoch
+from reflexio.models.fields import Id, RequestModel, WireModel, now_epoch
 from reflexio.models.org_config import Config
 
 __all__ = [
     "ClearUserDataRequest",
     "ClearUserDataResponse",
+    "ErrorResponse",
     "ExportUserDataResponse",
     "LivenessResponse",
     "ReadinessCheck",
@@ -34,6 +35,22 @@ __all__ = [
     "VersionResponse",
     "WhoamiResponse",
 ]
+
+
+class ErrorResponse(WireModel):
+    """The body of every error the API answers with (4xx and 5xx alike).
+
+    ``error`` is a stable machine-readable code (``validation_error``, ``not_found``,
+    ``quota_exceeded``...), ``detail`` and ``message`` the same human-readable sentence (both,
+    because Reflexio's clients read one or the other), ``details`` structured context: for a
+    422 the list of problems, each naming its field in ``loc``.
+    """
+
+    success: Literal[False] = False
+    error: str
+    detail: str
+    message: str
+    details: dict[str, Any] | None = None
 
 
 class RootResponse(WireModel):
@@ -98,10 +115,10 @@ class SetConfigResponse(WireModel):
     msg: str | None = None
 
 
-class ClearUserDataRequest(WireModel):
+class ClearUserDataRequest(RequestModel):
     """Delete everything scoped to one user (agent playbooks are shared and stay)."""
 
-    user_id: NonEmptyStr
+    user_id: Id
 
 
 class ClearUserDataResponse(WireModel):

@@ -13,14 +13,33 @@ which older clients ignore.
 from enum import Enum, IntEnum, StrEnum
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
 
 from reflexio.models.fields import (
+    MAX_ROW_ID,
     NEVER_EXPIRES_TIMESTAMP,
+    NON_BLANK_PATTERN,
     CapturesUnknownFields,
+    Epoch,
+    Id,
     ImageUrl,
+    JsonTyped,
+    LearningText,
+    Name,
     NonEmptyStr,
+    RowId,
     WireModel,
+    is_blank,
     now_epoch,
 )
 
@@ -180,17 +199,21 @@ LearningImpact: TypeAlias = Literal["positive", "negative", "neutral"]
 _MAX_TOOL_STATUS_LEN: Final = 100
 
 
-class BlockingIssue(WireModel):
+class BlockingIssue(JsonTyped):
     """A capability the agent lacked, attached to a user playbook."""
 
+    model_config = ConfigDict(extra="forbid")
+
     kind: BlockingIssueKind
-    details: str = Field(description="What capability is missing and why it blocks the request")
+    details: str = Field(
+        max_length=10_000, description="What capability is missing and why it blocks the request"
+    )
 
 
 class ToolUsed(CapturesUnknownFields):
     """One tool call made during a turn: its name, free-form data, and outcome."""
 
-    tool_name: str
+    tool_name: str = Field(max_length=1_000)
     tool_data: dict[str, Any] = Field(default_factory=dict)
     status: str = ""
 
@@ -209,9 +232,9 @@ class Citation(CapturesUnknownFields):
     """A learning the agent claims influenced its answer (``playbook`` is the legacy kind)."""
 
     kind: CitationKind
-    real_id: str
-    tag: str = ""
-    title: str = ""
+    real_id: str = Field(max_length=1_000)
+    tag: str = Field(default="", max_length=1_000)
+    title: str = Field(default="", max_length=10_000)
 
 
 class RetrievedLearning(CapturesUnknownFields):
@@ -227,6 +250,11 @@ class RetrievedLearning(CapturesUnknownFields):
 
 # Request-level ids that plugins copy onto every turn: stripped but never reported.
 _BENIGN_UNKNOWN_KEYS: Final = frozenset({"user_id", "session_id"})
+
+#: User actions that need a description.
+_ACTIONS: Final[list[JsonValue]] = [
+    action.value for action in UserActionType if action is not UserActionType.NONE
+]
 
 #: The InteractionData fields that make a turn worth storing (besides a user action).
 CONTENT_BEARING_FIELDS: Final = (
@@ -246,10 +274,34 @@ class InteractionData(CapturesUnknownFields):
 
     ``role`` is free-form (``"User"``, ``"Assistant"``, ``"Agent"``...); the server compares it
     case-insensitively. ``created_at`` is kept as sent. Unknown keys are stripped and listed
-    by :meth:`unknown_fields`.
+    by :meth:`unknown_fields`. The two rules between fields are in the schema too: a user
+    action other than ``none`` needs a description, and an image is a URL or an encoding.
     """
 
-    created_at: int = Field(default_factory=now_epoch)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": {"properties": {"user_action": {"enum": _ACTIONS}}, "required": ["user_action"]},
+                    "then": {
+                        "properties": {"user_action_description": {"minLength": 1}},
+                        "required": ["user_action_description"],
+                    },
+                },
+                {
+                    "not": {
+                        "properties": {
+                            "interacted_image_url": {"minLength": 1},
+                            "image_encoding": {"minLength": 1},
+                        },
+                        "required": ["interacted_image_url", "image_encoding"],
+                    }
+                },
+            ]
+        }
+    )
+
+    created_at: Epoch = Field(default_factory=now_epoch)
     role: str = Field(default="User", max_length=1_000)
     content: str = Field(default="", max_length=1_000_000)
     shadow_content: str = Field(default="", max_length=1_000_000)
@@ -278,7 +330,7 @@ class InteractionData(CapturesUnknownFields):
         if self.user_action != UserActionType.NONE:
             return False
         values = (getattr(self, name) for name in CONTENT_BEARING_FIELDS)
-        return not any(value.strip() if isinstance(value, str) else value for value in values)
+        return all(is_blank(value) if isinstance(value, str) else not value for value in values)
 
     def unknown_fields(self) -> list[str]:
         """Stripped keys worth telling the caller about, as paths (``tools_used[0].stat``).
@@ -518,83 +570,130 @@ class Request(WireModel):
         return self
 
 
-class UserProfile(WireModel):
+class _LearningRecord(JsonTyped):
+    """Base of the learning records a caller may also send (``add_user_profile``, ``add_*_playbook``).
+
+    Unknown keys are refused, except the ones Reflexio's clients send on every row and this
+    server computes or keeps itself (:data:`IGNORED_LEARNING_KEYS`): those are dropped.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_ignored_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and IGNORED_LEARNING_KEYS & data.keys():
+            return {key: value for key, value in data.items() if key not in IGNORED_LEARNING_KEYS}
+        return data
+
+
+#: Keys the 0.2.16 client sends on learnings that the server computes (embeddings) or keeps
+#: in its own history (retirement, governance): accepted and dropped.
+IGNORED_LEARNING_KEYS: Final = frozenset({"embedding", "retired_at", "governance_subject_ref"})
+
+#: Tags, extractor names and source ids a learning may carry.
+_MAX_LABELS: Final = 100
+_MAX_SOURCE_IDS: Final = 1_000
+
+Labels: TypeAlias = Annotated[list[Name], Field(max_length=_MAX_LABELS)]
+
+
+class UserProfile(_LearningRecord):
     """A fact or preference about one user, with its provenance and lifecycle."""
 
-    profile_id: str
-    user_id: str
-    content: str
-    last_modified_timestamp: int
-    generated_from_request_id: str
+    profile_id: Id
+    user_id: Id
+    content: Annotated[LearningText, StringConstraints(pattern=NON_BLANK_PATTERN)]
+    last_modified_timestamp: Epoch
+    generated_from_request_id: Name
     profile_time_to_live: ProfileTimeToLive = ProfileTimeToLive.INFINITY
-    expiration_timestamp: int = NEVER_EXPIRES_TIMESTAMP
+    expiration_timestamp: Epoch = NEVER_EXPIRES_TIMESTAMP
     custom_features: dict[str, Any] | None = None
-    source: str | None = None
+    source: Name | None = None
     status: Status | None = None
-    extractor_names: list[str] | None = None
-    expanded_terms: str | None = None
-    tags: list[str] | None = None  # None = not yet tagged; [] = tagged, nothing matched
-    source_interaction_ids: list[int] = Field(default_factory=list)
-    source_span: str | None = None
-    notes: str | None = None
-    reader_angle: str | None = None
-    merged_into: str | None = None
-    superseded_by: str | None = None
+    extractor_names: Labels | None = None
+    expanded_terms: LearningText | None = None
+    tags: Labels | None = None  # None = not yet tagged; [] = tagged, nothing matched
+    source_interaction_ids: list[RowId] = Field(default_factory=list, max_length=_MAX_SOURCE_IDS)
+    source_span: LearningText | None = None
+    notes: LearningText | None = None
+    reader_angle: LearningText | None = None
+    merged_into: Id | None = None
+    superseded_by: Id | None = None
 
     def to_view(self) -> ProfileView:
         """The response shape of this profile."""
         return _view_of(ProfileView, self)
 
 
-class UserPlaybook(WireModel):
-    """A behaviour rule learned from one user's sessions."""
+#: A playbook needs a content or a trigger (what it is embedded from), as the schema says too.
+_CONTENT_OR_TRIGGER: Final[JsonDict] = {
+    "anyOf": [
+        {"properties": {"content": {"pattern": NON_BLANK_PATTERN}}, "required": ["content"]},
+        {
+            "properties": {"trigger": {"type": "string", "pattern": NON_BLANK_PATTERN}},
+            "required": ["trigger"],
+        },
+    ]
+}
 
-    user_playbook_id: int = 0
-    user_id: str | None = None
-    agent_version: str
-    request_id: str
-    playbook_name: str = ""
-    created_at: int = Field(default_factory=now_epoch)
-    content: str = ""
-    trigger: str | None = None
-    rationale: str | None = None
-    pitfall: str | None = None  # addition: what goes wrong without the rule
+
+class UserPlaybook(_LearningRecord):
+    """A behaviour rule learned from one user's sessions (it needs a content or a trigger)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_CONTENT_OR_TRIGGER)
+
+    user_playbook_id: int = Field(default=0, ge=0, le=MAX_ROW_ID)
+    user_id: Id | None = None
+    agent_version: Name
+    request_id: Name
+    playbook_name: Name = ""
+    created_at: Epoch = Field(default_factory=now_epoch)
+    content: LearningText = ""
+    trigger: LearningText | None = None
+    rationale: LearningText | None = None
+    pitfall: LearningText | None = None  # addition: what goes wrong without the rule
     blocking_issue: BlockingIssue | None = None
     status: Status | None = None
-    source: str | None = None
-    source_interaction_ids: list[int] = Field(default_factory=list)
-    expanded_terms: str | None = None
-    tags: list[str] | None = None
-    source_span: str | None = None
-    notes: str | None = None
-    reader_angle: str | None = None
-    merged_into: int | None = None
-    superseded_by: int | None = None
+    source: Name | None = None
+    source_interaction_ids: list[RowId] = Field(default_factory=list, max_length=_MAX_SOURCE_IDS)
+    expanded_terms: LearningText | None = None
+    tags: Labels | None = None
+    source_span: LearningText | None = None
+    notes: LearningText | None = None
+    reader_angle: LearningText | None = None
+    merged_into: RowId | None = None
+    superseded_by: RowId | None = None
 
     def to_view(self) -> UserPlaybookView:
         """The response shape of this playbook."""
         return _view_of(UserPlaybookView, self)
 
 
-class AgentPlaybook(WireModel):
-    """A behaviour rule generalised across users for one agent version, reviewed by a human."""
+class AgentPlaybook(_LearningRecord):
+    """A behaviour rule generalised across users for one agent version, reviewed by a human.
 
-    agent_playbook_id: int = 0
-    playbook_name: str = ""
-    agent_version: str
-    created_at: int = Field(default_factory=now_epoch)
-    content: str
-    trigger: str | None = None
-    rationale: str | None = None
-    pitfall: str | None = None  # addition: what goes wrong without the rule
+    Like a user playbook it needs a content or a trigger.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_CONTENT_OR_TRIGGER)
+
+    agent_playbook_id: int = Field(default=0, ge=0, le=MAX_ROW_ID)
+    playbook_name: Name = ""
+    agent_version: Name
+    created_at: Epoch = Field(default_factory=now_epoch)
+    content: LearningText
+    trigger: LearningText | None = None
+    rationale: LearningText | None = None
+    pitfall: LearningText | None = None  # addition: what goes wrong without the rule
     blocking_issue: BlockingIssue | None = None
     playbook_status: PlaybookStatus = PlaybookStatus.PENDING
-    playbook_metadata: str = ""
-    expanded_terms: str | None = None
-    tags: list[str] | None = None
+    playbook_metadata: LearningText = ""
+    expanded_terms: LearningText | None = None
+    tags: Labels | None = None
     status: Status | None = None
-    merged_into: int | None = None
-    superseded_by: int | None = None
+    merged_into: RowId | None = None
+    superseded_by: RowId | None = None
 
     def to_view(self) -> AgentPlaybookView:
         """The response shape of this playbook."""

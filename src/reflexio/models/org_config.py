@@ -8,18 +8,26 @@ written by other versions. Reads go out through :meth:`Config.masked`, and write
 through :meth:`Config.merge_update`, which restores the secrets a round trip carried masked.
 
 Our additions are marked as such: ``session_idle_seconds``, ``search_threshold``,
-``approval_required``, ``holdout_rate``, ``holdout_kinds`` and ``reflection_policy``.
+``approval_required``, ``allowed_origins``, ``holdout_rate``, ``holdout_kinds`` and
+``reflection_policy``.
 """
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Any, Final, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self
 
-from pydantic import ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
 
 from reflexio.models.entities import StorageConfigTest
-from reflexio.models.fields import NonEmptyStr, SafeHttpUrl, SanitizedNonEmptyStr, WireModel
+from reflexio.models.fields import (
+    MAX_EPOCH,
+    NON_BLANK_PATTERN,
+    JsonTyped,
+    NonEmptyStr,
+    SafeHttpUrl,
+    SanitizedNonEmptyStr,
+)
 from reflexio.models.secrets import mask_secrets, restore_masked_secrets
 
 __all__ = [
@@ -58,12 +66,24 @@ __all__ = [
     "UserPlaybookExtractorConfig",
 ]
 
+#: A browser origin as a page's ``Origin`` header spells it: scheme, host, optional port.
+ORIGIN_PATTERN: Final = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$"
+
 DEFAULT_WINDOW_SIZE: Final = 10
 DEFAULT_STRIDE_SIZE: Final = 8
+#: The largest extraction window (and stride): more interactions than fit one LLM prompt.
+MAX_WINDOW: Final = 1_000
+# Every numeric setting has a range (in the schema, enforced with a 422): a value such as 2**70
+# would otherwise be accepted and then break every job that reads it.
+_MONTH: Final = 30 * 86_400
+_YEAR: Final = 365 * 86_400
 
 
-class _Strict(WireModel):
-    """Config parts reject unknown keys, so a typo in a nested setting is an error, not a no-op."""
+class _Strict(JsonTyped):
+    """Config parts reject unknown keys, so a typo in a nested setting is an error, not a no-op.
+
+    Values take their JSON type exactly (``"10"`` is not a window size), as the schema says.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,6 +99,23 @@ def _renamed(data: Any, renames: Mapping[str, str], retired: frozenset[str] = fr
             value = moved.pop(old)
             moved.setdefault(new, value)
     return moved
+
+
+def _nullable(*keys: str) -> Callable[[dict[str, Any]], None]:
+    """A schema hook stating that these fields also take ``null`` (for their default)."""
+
+    def amend(schema: dict[str, Any]) -> None:
+        properties = schema.get("properties", {})
+        for key in keys:
+            if key in properties:
+                described = properties[key]
+                nullable: dict[str, Any] = {"anyOf": [{k: v for k, v in described.items() if k != "default"}]}
+                nullable["anyOf"].append({"type": "null"})
+                if "default" in described:
+                    nullable["default"] = described["default"]
+                properties[key] = nullable
+
+    return amend
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,11 +154,11 @@ class StorageConfigPostgres(_StorageConfig):
     storage_type: Literal["postgres"] = Field(default="postgres", alias="type")
     db_url: NonEmptyStr
     schema_name: str | None = Field(default=None, alias="schema")
-    pool_size: int = Field(default=10, ge=1)
-    pool_acquire_timeout: float = Field(default=30.0, gt=0)
+    pool_size: int = Field(default=10, ge=1, le=1_000)
+    pool_acquire_timeout: float = Field(default=30.0, gt=0, le=300)
     read_db_url: NonEmptyStr | None = None
-    read_pool_size: int | None = Field(default=None, ge=1)
-    read_pool_acquire_timeout: float | None = Field(default=None, gt=0)
+    read_pool_size: int | None = Field(default=None, ge=1, le=1_000)
+    read_pool_acquire_timeout: float | None = Field(default=None, gt=0, le=300)
 
 
 class StorageConfigManagedSupabase(_StorageConfig):
@@ -171,6 +208,19 @@ class AzureOpenAIConfig(_Strict):
 class OpenAIConfig(_Strict):
     """OpenAI directly or through Azure; at least one of the two must be given."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "properties": {"api_key": {"type": "string", "pattern": NON_BLANK_PATTERN}},
+                    "required": ["api_key"],
+                },
+                {"properties": {"azure_config": {"type": "object"}}, "required": ["azure_config"]},
+            ]
+        },
+    )
+
     api_key: str | None = None
     azure_config: AzureOpenAIConfig | None = None
 
@@ -191,11 +241,22 @@ class CustomEndpointConfig(_Strict):
     api_base: SafeHttpUrl
 
 
+def _bare_key_schema(schema: dict[str, Any]) -> None:
+    """Add the bare-key form (a non-blank string) beside each provider's object form."""
+    bare_key = ProviderKeyConfig.model_json_schema()["properties"]["api_key"]
+    for name, field in schema.get("properties", {}).items():
+        if name != "custom_endpoint" and "anyOf" in field:
+            field["anyOf"].insert(1, {key: bare_key[key] for key in ("type", "pattern")})
+
+
 class APIKeyConfig(_Strict):
     """Credentials per LLM provider; secrets here are masked on every read.
 
-    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it.
+    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it;
+    the schema says so (:func:`_bare_key_schema`), so clients and fuzzers know it is accepted.
     """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_bare_key_schema)
 
     custom_endpoint: CustomEndpointConfig | None = None
     openai: OpenAIConfig | None = None
@@ -227,7 +288,7 @@ class LLMConfig(_Strict):
     generation_model_name: str | None = None  # extraction, aggregation and evaluation
     embedding_model_name: str | None = None
     pre_retrieval_model_name: str | None = None  # query rewriting
-    generation_timeout_seconds: int | None = Field(default=None, gt=0)
+    generation_timeout_seconds: int | None = Field(default=None, gt=0, le=3_600)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,8 +344,8 @@ class ProfileExtractorConfig(_Strict):
     should_extract_profile_prompt_override: str | None = None
     request_sources_enabled: list[str] | None = None  # None = every source
     manual_trigger: bool = False  # publishes never run it; manual generation and reruns do
-    window_size_override: int | None = Field(default=None, gt=0)
-    stride_size_override: int | None = Field(default=None, gt=0)
+    window_size_override: int | None = Field(default=None, gt=0, le=MAX_WINDOW)
+    stride_size_override: int | None = Field(default=None, gt=0, le=MAX_WINDOW)
 
     @model_validator(mode="before")
     @classmethod
@@ -296,17 +357,17 @@ class ProfileExtractorConfig(_Strict):
 class PlaybookAggregatorConfig(_Strict):
     """How user playbooks are clustered into agent playbooks."""
 
-    min_cluster_size: int = Field(default=2, ge=1)
-    reaggregation_trigger_count: int = Field(default=2, ge=1)
+    min_cluster_size: int = Field(default=2, ge=1, le=10_000)
+    reaggregation_trigger_count: int = Field(default=2, ge=1, le=10_000)
     clustering_similarity: float | None = Field(default=None, ge=0.0, le=1.0)  # None = model's
     direction_overlap_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
     # --- Our additions ---
     # Distinct users a lesson needs before it becomes an agent playbook: one person's
     # preference never becomes a rule for everyone.
-    min_users: int = Field(default=2, ge=1)
+    min_users: int = Field(default=2, ge=1, le=10_000)
     # New agent playbooks taught by at least this many distinct users are approved at once
     # (None: every one waits for a reviewer). ``approval_required`` overrides it.
-    auto_approve_min_users: int | None = Field(default=None, ge=1)
+    auto_approve_min_users: int | None = Field(default=None, ge=1, le=10_000)
     # Seconds between the last change of a scope's user playbooks and its aggregation run:
     # a burst of learning is one run.
     delay_seconds: float = Field(default=10.0, ge=0.0, le=86_400.0)
@@ -328,13 +389,15 @@ class DeduplicationConfig(_Strict):
     """How candidates for merging a new playbook into an existing one are found."""
 
     search_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
-    search_top_k: int = Field(default=5, ge=1)
-    max_unified_content_chars: int = Field(default=1200, gt=0)
+    search_top_k: int = Field(default=5, ge=1, le=100)
+    max_unified_content_chars: int = Field(default=1200, gt=0, le=100_000)
     strategy: Literal["legacy", "audited"] = "legacy"
 
 
 class UserPlaybookExtractorConfig(_Strict):
     """What counts as a behaviour rule, and how rules are aggregated (one per org)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_nullable("aggregation_config"))
 
     extractor_name: NonEmptyStr | None = None  # accepted and ignored
     extraction_definition_prompt: SanitizedNonEmptyStr
@@ -343,8 +406,8 @@ class UserPlaybookExtractorConfig(_Strict):
     aggregation_config: PlaybookAggregatorConfig = Field(default_factory=PlaybookAggregatorConfig)
     deduplication_config: DeduplicationConfig | None = None
     request_sources_enabled: list[str] | None = None
-    window_size_override: int | None = Field(default=None, gt=0)
-    stride_size_override: int | None = Field(default=None, gt=0)
+    window_size_override: int | None = Field(default=None, gt=0, le=MAX_WINDOW)
+    stride_size_override: int | None = Field(default=None, gt=0, le=MAX_WINDOW)
 
     @model_validator(mode="before")
     @classmethod
@@ -377,8 +440,8 @@ class AgentSuccessConfig(_Strict):
     sampling_rate: float = Field(default=0.05, ge=0.0, le=1.0)
     evaluation_only_sampling_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     retrieved_learning_sampling_rate: float | None = Field(default=None, ge=0.0, le=1.0)
-    window_size_override: int | None = Field(default=None, gt=0)
-    stride_size_override: int | None = Field(default=None, gt=0)
+    window_size_override: int | None = Field(default=None, gt=0, le=MAX_WINDOW)
+    stride_size_override: int | None = Field(default=None, gt=0, le=MAX_WINDOW)
 
     @model_validator(mode="before")
     @classmethod
@@ -395,10 +458,10 @@ class RetrievalFloorConfig(_Strict):
     """Drop search hits below a per-kind cross-encoder score (raw logits; None = default)."""
 
     enabled: bool = False
-    pool_size: int = Field(default=30, gt=0)
-    profile_floor: float | None = None
-    user_playbook_floor: float | None = None
-    agent_playbook_floor: float | None = None
+    pool_size: int = Field(default=30, gt=0, le=1_000)
+    profile_floor: float | None = Field(default=None, ge=-1_000, le=1_000)
+    user_playbook_floor: float | None = Field(default=None, ge=-1_000, le=1_000)
+    agent_playbook_floor: float | None = Field(default=None, ge=-1_000, le=1_000)
 
 
 class RetrievalExperimentConfig(_Strict):
@@ -411,8 +474,8 @@ class RetrievalExperimentConfig(_Strict):
 class RetrievalExperimentRecord(RetrievalExperimentConfig):
     """A past or present experiment with its lifetime."""
 
-    started_at: int = Field(ge=0)
-    ended_at: int | None = Field(default=None, ge=0)
+    started_at: int = Field(ge=0, le=MAX_EPOCH)
+    ended_at: int | None = Field(default=None, ge=0, le=MAX_EPOCH)
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> Self:
@@ -422,34 +485,50 @@ class RetrievalExperimentRecord(RetrievalExperimentConfig):
 
 
 class PlaybookOptimizerConfig(_Strict):
-    """Optional prompt optimisation of playbooks against a real assistant (off by default)."""
+    """Optional prompt optimisation of playbooks against a real assistant (off by default).
+
+    At most one assistant backend: ``webhook_url`` or ``assistant_script_path``.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "not": {
+                "properties": {
+                    "webhook_url": {"type": "string", "minLength": 1},
+                    "assistant_script_path": {"type": "string", "minLength": 1},
+                },
+                "required": ["webhook_url", "assistant_script_path"],
+            }
+        },
+    )
 
     enabled: bool = False
     optimize_agent_playbooks: bool = False
     optimize_user_playbooks: bool = False
     auto_update_pending_agent_playbooks: bool = True
     auto_update_user_playbooks: bool = False
-    max_metric_calls: int = Field(default=20, gt=0)
-    max_turns: int = Field(default=4, gt=0)
+    max_metric_calls: int = Field(default=20, gt=0, le=1_000)
+    max_turns: int = Field(default=4, gt=0, le=100)
     early_stop_score: float = Field(default=0.9, ge=0.0, le=1.0)
-    reflection_minibatch_size: int = Field(default=2, gt=0)
-    max_validation_windows: int = Field(default=2, gt=0)
-    min_commit_windows: int = Field(default=2, gt=0)
+    reflection_minibatch_size: int = Field(default=2, gt=0, le=100)
+    max_validation_windows: int = Field(default=2, gt=0, le=100)
+    min_commit_windows: int = Field(default=2, gt=0, le=100)
     min_commit_score: float = Field(default=0.75, ge=0.0, le=1.0)
     min_commit_likert: int = Field(default=4, ge=1, le=5)
     use_merge: bool = True
-    max_merge_invocations: int = Field(default=5, ge=0)
+    max_merge_invocations: int = Field(default=5, ge=0, le=100)
     reflection_model: str | None = None
     webhook_url: str | None = None
     webhook_auth_header: str | None = None  # a secret: masked on read
-    webhook_timeout_seconds: int = Field(default=60, gt=0)
-    webhook_max_retries: int = Field(default=3, ge=0)
-    webhook_backoff_base_seconds: float = Field(default=1.0, ge=0.0)
+    webhook_timeout_seconds: int = Field(default=60, gt=0, le=3_600)
+    webhook_max_retries: int = Field(default=3, ge=0, le=100)
+    webhook_backoff_base_seconds: float = Field(default=1.0, ge=0.0, le=3_600)
     assistant_script_path: str | None = None
     assistant_script_args: list[str] = Field(default_factory=list)
-    scheduler_jitter_seconds: float = Field(default=1.0, ge=0.0)
-    cooldown_after_aborts_seconds: int = Field(default=3600, ge=0)
-    abort_cooldown_threshold: int = Field(default=2, ge=1)
+    scheduler_jitter_seconds: float = Field(default=1.0, ge=0.0, le=3_600)
+    cooldown_after_aborts_seconds: int = Field(default=3600, ge=0, le=_MONTH)
+    abort_cooldown_threshold: int = Field(default=2, ge=1, le=1_000)
 
     @model_validator(mode="after")
     def _one_assistant_backend(self) -> Self:
@@ -465,8 +544,8 @@ class LineageGCConfig(_Strict):
     """Hard-delete tombstoned learnings once they are older than the grace window."""
 
     enabled: bool = True
-    tombstone_grace_window_days: int = Field(default=90, gt=0)
-    poll_interval_seconds: int = Field(default=86400, gt=0)
+    tombstone_grace_window_days: int = Field(default=90, gt=0, le=36_500)
+    poll_interval_seconds: int = Field(default=86400, gt=0, le=_MONTH)
 
 
 class ExpiryReclamationConfig(_Strict):
@@ -479,17 +558,17 @@ class GovernanceRetentionConfig(_Strict):
     """How long audit events are kept (enforced by enterprise sweeps; our server takes only the defaults)."""
 
     audit_events_retention_enabled: bool = False
-    audit_events_retention_days: int = Field(default=365, gt=0)
-    audit_events_delete_batch_limit: int = Field(default=500, gt=0)
+    audit_events_retention_days: int = Field(default=365, gt=0, le=36_500)
+    audit_events_delete_batch_limit: int = Field(default=500, gt=0, le=100_000)
 
 
 class PendingToolCallToolOverrideConfig(_Strict):
     """Per-tool overrides of the pending tool call limits."""
 
-    max_pending_followups_per_scope: int | None = Field(default=None, gt=0)
-    pending_ttl_seconds: int | None = Field(default=None, gt=0)
-    dedup_cache_seconds: int | None = Field(default=None, gt=0)
-    prior_answer_valid_seconds: int | None = Field(default=None, gt=0)
+    max_pending_followups_per_scope: int | None = Field(default=None, gt=0, le=1_000)
+    pending_ttl_seconds: int | None = Field(default=None, gt=0, le=_YEAR)
+    dedup_cache_seconds: int | None = Field(default=None, gt=0, le=_YEAR)
+    prior_answer_valid_seconds: int | None = Field(default=None, gt=0, le=10 * _YEAR)
     similarity_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
@@ -497,15 +576,15 @@ class PendingToolCallConfig(_Strict):
     """Questions extraction may ask a human without blocking (off by default)."""
 
     enabled: bool = False
-    max_pending_followups_per_scope: int = Field(default=10, gt=0)
-    pending_ttl_seconds: int = Field(default=86_400, gt=0)
-    dedup_cache_seconds: int = Field(default=300, gt=0)
-    prior_answer_valid_seconds: int = Field(default=2_592_000, gt=0)
+    max_pending_followups_per_scope: int = Field(default=10, gt=0, le=1_000)
+    pending_ttl_seconds: int = Field(default=86_400, gt=0, le=_YEAR)
+    dedup_cache_seconds: int = Field(default=300, gt=0, le=_YEAR)
+    prior_answer_valid_seconds: int = Field(default=2_592_000, gt=0, le=10 * _YEAR)
     similarity_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
-    resume_poll_interval_seconds: float = Field(default=5.0, gt=0)
-    resume_claim_ttl_seconds: int = Field(default=600, gt=0)
-    max_resume_attempts: int = Field(default=3, ge=0)
-    max_finalization_attempts: int = Field(default=3, ge=0)
+    resume_poll_interval_seconds: float = Field(default=5.0, gt=0, le=3_600)
+    resume_claim_ttl_seconds: int = Field(default=600, gt=0, le=86_400)
+    max_resume_attempts: int = Field(default=3, ge=0, le=100)
+    max_finalization_attempts: int = Field(default=3, ge=0, le=100)
     hmac_secrets: list[str] = Field(default_factory=list)  # secrets: masked on read
     tool_overrides: dict[str, PendingToolCallToolOverrideConfig] = Field(default_factory=dict)
 
@@ -524,9 +603,9 @@ class ReflectionPolicy(_Strict):
     """
 
     enabled: bool = True
-    min_negative_sessions: int = Field(default=3, ge=1)
+    min_negative_sessions: int = Field(default=3, ge=1, le=10_000)
     max_positive_share: float = Field(default=0.25, ge=0.0, lt=0.5)
-    min_holdout_sessions: int = Field(default=20, ge=2)
+    min_holdout_sessions: int = Field(default=20, ge=2, le=1_000_000)
     # With an LLM: propose a pending revision of a hurting playbook from its failure cases.
     propose_revisions: bool = True
 
@@ -583,6 +662,7 @@ _NULL_MEANS_DEFAULT: Final = (
     "reflection_policy",
 )
 
+
 # Changed only through their own lifecycle routes, so a full write that omits them keeps them.
 _OWN_LIFECYCLE_FIELDS: Final = ("retrieval_experiment_config", "retrieval_experiment_history")
 
@@ -609,6 +689,8 @@ class Config(_Strict):
     the key but accepts ``null``, so this only relaxes what callers must send.
     """
 
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_nullable(*_NULL_MEANS_DEFAULT))
+
     storage_config: StorageConfig = None
     storage_config_test: StorageConfigTest | None = StorageConfigTest.UNKNOWN
     agent_context_prompt: str | None = None
@@ -627,9 +709,9 @@ class Config(_Strict):
         )
     )
     extraction_preset: ExtractionPreset | None = None
-    window_size: int = Field(default=DEFAULT_WINDOW_SIZE, gt=0)  # interactions per window
-    stride_size: int = Field(default=DEFAULT_STRIDE_SIZE, gt=0)  # new ones before the next
-    extraction_idle_timeout_seconds: int = Field(default=21_600, ge=0)
+    window_size: int = Field(default=DEFAULT_WINDOW_SIZE, gt=0, le=MAX_WINDOW)  # interactions per window
+    stride_size: int = Field(default=DEFAULT_STRIDE_SIZE, gt=0, le=MAX_WINDOW)  # new ones before the next
+    extraction_idle_timeout_seconds: int = Field(default=21_600, ge=0, le=_MONTH)
     api_key_config: APIKeyConfig | None = None
     llm_config: LLMConfig | None = None
     retrieval_experiment_config: RetrievalExperimentConfig | None = None
@@ -643,17 +725,21 @@ class Config(_Strict):
     skip_should_run_check: bool = False
     enable_document_expansion: bool = False
     shadow_mode_enabled: bool = False
-    eval_sample_n_per_stratum: int = Field(default=200, gt=0)
-    eval_concurrency_limit: int = Field(default=10, gt=0)
+    eval_sample_n_per_stratum: int = Field(default=200, gt=0, le=100_000)
+    eval_concurrency_limit: int = Field(default=10, gt=0, le=1_000)
     shadow_comparison_judge_prompt_version: NonEmptyStr = "v1.1.0"
     # --- Our additions (not in Reflexio; older clients ignore them on read) ---
     # How long a session must be idle before it is judged and its learnings reflected on.
-    session_idle_seconds: int = Field(default=600, gt=0)
+    session_idle_seconds: int = Field(default=600, gt=0, le=_MONTH)
     # Minimum relevance for a search hit; None = the embedder's calibrated default.
     search_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     # Nothing is served to every user without a human approving it: search serves approved
     # agent playbooks only, whatever the request's agent_playbook_status_filter asks.
     approval_required: bool = False
+    # Browser origins (scheme://host[:port]) whose pages may call the API (CORS); none by default.
+    allowed_origins: list[Annotated[str, StringConstraints(max_length=255, pattern=ORIGIN_PATTERN)]] = Field(
+        default_factory=list, max_length=100
+    )
     # Per-learning exposure holdout: the share of sessions from which an eligible learning is
     # withheld (hashed per learning and session, every decision recorded), so its causal
     # effect on outcomes can be measured. 0 turns it off. Profiles are facts the user stated

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MASK", "is_secret_field", "mask_secret", "mask_secrets", "mask_url", "restore_masked_secrets"]
+__all__ = [
+    "MASK",
+    "is_secret_field",
+    "map_secrets",
+    "mask_secret",
+    "mask_secrets",
+    "mask_url",
+    "restore_masked_secrets",
+]
 
 MASK: Final = "****"
 
@@ -61,6 +69,27 @@ def _masker_for(key: str) -> Callable[[str], str] | None:
     if key in _URL_KEYS:
         return mask_url
     return None
+
+
+def map_secrets(data: Any, change: Callable[[str], str]) -> Any:
+    """A copy of JSON-like ``data`` with ``change`` applied to every secret-bearing string.
+
+    The same fields :func:`mask_secrets` masks: keys, secrets in lists, and URLs (which may
+    carry a password), so storage can encrypt exactly what reads hide.
+    """
+    if isinstance(data, dict):
+        return {key: _map_field(str(key), value, change) for key, value in data.items()}
+    if isinstance(data, list):
+        return [map_secrets(item, change) for item in data]
+    return data
+
+
+def _map_field(key: str, value: Any, change: Callable[[str], str]) -> Any:
+    if key in _SECRET_LIST_KEYS and isinstance(value, list):
+        return [change(item) if isinstance(item, str) else item for item in value]
+    if (key in _SECRET_KEYS or key in _URL_KEYS) and isinstance(value, str):
+        return change(value)
+    return map_secrets(value, change)
 
 
 def mask_secrets(data: Any) -> Any:

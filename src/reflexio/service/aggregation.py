@@ -44,6 +44,7 @@ from reflexio.records import (
     Job,
     JobStatus,
 )
+from reflexio.service import quotas
 from reflexio.service.aggregation_state import Scope, aggregation_config, policy_of, read_scope
 from reflexio.service.aggregation_writes import Outcome, write_outcome
 from reflexio.service.core import Core
@@ -152,6 +153,7 @@ def aggregation_handler(core: Core) -> Handler:
 
     def handle(ctx: JobContext) -> None:
         job = ctx.job
+        quotas.wait_while_paused(core, job.org_id)  # it calls the org's LLM
         agent_version, playbook_name = scope_of(job.key or "")
         full = bool(job.payload.get("full"))
         config = core.org_config(job.org_id)
@@ -275,8 +277,10 @@ def run_response(op: PlaybookAggregationOperation) -> RunPlaybookAggregationResp
         return RunPlaybookAggregationResponse(success=True, message=message)
     if op.status == "failed":
         return RunPlaybookAggregationResponse(success=False, message=f"aggregation failed: {op.error}")
+    waiting = f" ({op.error})" if op.error else ""  # a paused org's says why it waits
     return RunPlaybookAggregationResponse(
-        success=False, message=f"aggregation is still {op.status}: follow operation {op.operation_id}"
+        success=False,
+        message=f"aggregation is still {op.status}{waiting}: follow operation {op.operation_id}",
     )
 
 

@@ -19,12 +19,15 @@ __all__ = ["FORWARDING_HEADERS", "is_loopback", "is_loopback_client"]
 FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 
-def is_loopback_client(peer: str | None, headers: Mapping[str, str]) -> bool:
+def is_loopback_client(peer: str | None, headers: Mapping[str, str], *, local_origin: bool = True) -> bool:
     """Whether a request comes straight from this machine.
 
     Args:
         peer: The connected client's address (None when unknown).
         headers: The request headers, with lower-case names.
+        local_origin: Whether a page's ``Origin`` must name this machine too. The API passes
+            False: it holds every cross-origin request to the org's ``allowed_origins``
+            instead (``api.browsers``), ``localhost:3000`` included.
     """
     if peer is None or not is_loopback(peer):
         return False
@@ -33,7 +36,7 @@ def is_loopback_client(peer: str | None, headers: Mapping[str, str]) -> bool:
     host = urlsplit(f"//{headers.get('host', '')}").hostname
     if host and not is_loopback(host):
         return False
-    origin = headers.get("origin")
+    origin = headers.get("origin") if local_origin else None
     return not origin or is_loopback(urlsplit(origin).hostname or "")
 
 

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from reflexio.config import Settings
 from reflexio.embed import Embedder, open_embedder
 from reflexio.errors import ValidationError
 from reflexio.llm import LLM
 from reflexio.models.org_config import Config
+from reflexio.service.vault import Vault, load_keys
 from reflexio.storage import Storage, open_storage
 
-__all__ = ["HOT_PATH_CONFIG_AGE", "Core", "open_core"]
+__all__ = ["HOT_PATH_CONFIG_AGE", "Core", "keep_private", "open_core"]
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +43,16 @@ class Core:
         embedder: Turns text into vectors for search (also owned by storage for writes).
         llm: An LLM every org uses instead of its configured provider (a ``ScriptedLLM`` in
             tests, demos and benchmarks); None means each org's own configuration decides.
+        clock: The wall clock (epoch seconds) that decides which month quotas count in;
+            tests move it to roll a month over.
     """
 
     settings: Settings
     storage: Storage
     embedder: Embedder
     llm: LLM | None = None
+    clock: Callable[[], float] = time.time
+    _vault: Vault | None = field(default=None, repr=False)
     _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
     _keys_seen_at: float = field(default=-math.inf, repr=False)
 
@@ -89,12 +97,25 @@ class Core:
         """Drop the cached copy after this process changed the org's config."""
         self._configs.pop(org_id, None)
 
+    @property
+    def vault(self) -> Vault:
+        """What encrypts the secrets of stored configs (keys: ``service.vault``), made on first use."""
+        if self._vault is None:
+            key_file = self.settings.secret_key_file or self.settings.home / "secret.key"
+            self._vault = Vault(load_keys(self.settings.secret_keys, key_file))
+        return self._vault
+
+    def put_config(self, org_id: str, config: Config) -> None:
+        """Store the org's config, its secrets encrypted, and forget the cached copy."""
+        self.storage.put_org_config(org_id, self.vault.seal(config.model_dump(mode="json")))
+        self.forget_config(org_id)
+
     def _read_config(self, org_id: str) -> Config:
         stored = self.storage.get_org_config(org_id)
         if stored is None:
             return Config()
         try:
-            return Config.from_stored(stored)
+            return Config.from_stored(self.vault.unseal(stored))
         except ValueError as exc:
             log.error("stored config of org %s is invalid: %s", org_id, exc)
             raise ValidationError(f"the stored config of this org is invalid: {exc}") from exc
@@ -105,7 +126,37 @@ class Core:
 
 
 def open_core(settings: Settings) -> Core:
-    """Open the embedder and storage that ``settings`` name (migrating storage)."""
+    """Open the embedder and storage that ``settings`` name (migrating storage).
+
+    The data directory and a SQLite store are made the owner's only first: they hold every
+    org's data.
+    """
+    keep_private(settings)
     embedder = open_embedder(settings.embedder)
     storage = open_storage(settings.storage_url, embedder, search_index_mb=settings.search_index_mb)
     return Core(settings=settings, storage=storage, embedder=embedder)
+
+
+#: What a SQLite store is made of on disk (WAL mode).
+_SQLITE_FILES = ("", "-wal", "-shm")
+
+
+def keep_private(settings: Settings) -> None:
+    """Make ``settings.home`` (0700) and a SQLite store's files (0600) readable by their owner only.
+
+    A missing database file is created empty with mode 0600 (SQLite gives its journal files
+    the database file's mode); existing ones are tightened. Other stores are left alone.
+    """
+    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.home.chmod(0o700)
+    if not settings.storage_url.startswith("sqlite:///"):
+        return
+    database = Path(settings.storage_url.removeprefix("sqlite:///"))
+    if not database.parent.exists():
+        database.parent.mkdir(parents=True, mode=0o700)
+    if not database.exists():
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT, 0o600))
+    for suffix in _SQLITE_FILES:
+        path = database.with_name(database.name + suffix)
+        if path.exists():
+            path.chmod(0o600)

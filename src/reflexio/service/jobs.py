@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from reflexio.models.fields import RequestModel, RowId
 from reflexio.records import Job, JobStatus
 from reflexio.service.core import Core
 
@@ -43,10 +44,10 @@ class JobsResponse(BaseModel):
     msg: str | None = None
 
 
-class RetryJobsRequest(BaseModel):
+class RetryJobsRequest(RequestModel):
     """Which dead jobs to retry; none named means every dead job of the org."""
 
-    job_ids: list[int] | None = Field(default=None, max_length=10_000)
+    job_ids: list[RowId] | None = Field(default=None, max_length=10_000)
 
 
 class RetryJobsResponse(BaseModel):

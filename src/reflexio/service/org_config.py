@@ -1,10 +1,12 @@
-"""Read and write an org's ``Config``: secrets are write-only, writes are validated strictly.
+"""Read and write an org's ``Config``: secrets are write-only and encrypted at rest, writes are
+validated strictly.
 
 Every read is masked (API keys, passwords in URLs, HMAC secrets), so ``get_config`` can be
 shown on a dashboard or pasted into an issue. A write may send those masks back: they are
 swapped for the stored secrets, so read → edit → write keeps every key; a mask that matches
 nothing stored is refused rather than stored. The retrieval experiment fields have their own
-lifecycle, so a config write may not change them (409).
+lifecycle, so a config write may not change them (409). Stored, the secrets are encrypted
+with the operator's key (``service.vault``, through ``Core.put_config``).
 
 Reflexio's ``Config`` carries settings for features this server does not have. Accepting
 them and doing nothing would let an operator believe, say, that an optimizer runs; so a write
@@ -26,8 +28,17 @@ from reflexio.llm import resolve_llm
 from reflexio.models import SetConfigResponse
 from reflexio.models.org_config import Config
 from reflexio.service.core import Core
+from reflexio.service.vault import seal_stored_configs
 
-__all__ = ["NOT_SUPPORTED", "describe_validation_errors", "get_config", "set_config", "update_config"]
+__all__ = [
+    "NOT_SUPPORTED",
+    "accepted_values",
+    "describe_validation_errors",
+    "get_config",
+    "seal_secrets",
+    "set_config",
+    "update_config",
+]
 
 _OWN_LIFECYCLE = ("retrieval_experiment_config", "retrieval_experiment_history")
 
@@ -120,8 +131,7 @@ def set_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfigRes
         current = Config()
     new = _merged(current, body, partial=False)
     _refuse_unusable_llm(core, current, new)
-    core.storage.put_org_config(org_id, new.model_dump(mode="json"))
-    core.forget_config(org_id)
+    core.put_config(org_id, new)
     return SetConfigResponse(success=True, msg="Configuration saved")
 
 
@@ -137,14 +147,16 @@ def update_config(core: Core, org_id: str, body: Mapping[str, Any]) -> SetConfig
     _refuse_unusable_llm(core, current, new)
     if new == current:
         return SetConfigResponse(success=True, msg="Configuration unchanged")
-    core.storage.put_org_config(org_id, new.model_dump(mode="json"))
-    core.forget_config(org_id)
+    core.put_config(org_id, new)
     return SetConfigResponse(success=True, msg="Configuration updated")
 
 
 def _merged(current: Config, body: Mapping[str, Any], *, partial: bool) -> Config:
     try:
         new = current.merge_update(body, partial=partial)
+        # What is stored must load back: a value valid as sent can grow past a limit once
+        # normalised (a URL is percent-encoded), and would then break every later request.
+        Config.from_stored(new.model_dump(mode="json"))
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         raise ValidationError(
@@ -160,6 +172,20 @@ def _merged(current: Config, body: Mapping[str, Any], *, partial: bool) -> Confi
         )
     _refuse_unsupported(new)
     return new
+
+
+def seal_secrets(core: Core) -> int:
+    """Encrypt (or re-encrypt with the first key) the secrets of every stored org config.
+
+    Run by the server at start-up (secrets stored by older versions get encrypted) and by
+    ``reflexio secrets rotate`` after a new key was put first. Returns how many configs changed.
+    """
+    owners = {core.settings.default_org_id, *(key.org_id for key in core.storage.list_api_keys())}
+    orgs = sorted(owners | set(core.storage.list_orgs()))
+    changed = seal_stored_configs(core.storage, core.vault, orgs)
+    for org_id in orgs:
+        core.forget_config(org_id)
+    return changed
 
 
 def _refuse_unsupported(config: Config) -> None:
@@ -180,6 +206,29 @@ def _refuse_unsupported(config: Config) -> None:
             f"not supported by this server: {reasons}. Leave these out or at their defaults.",
             details={"fields": refused},
         )
+
+
+def accepted_values() -> dict[str, list[Any]]:
+    """For each setting of `NOT_SUPPORTED`, every JSON value a write may give it.
+
+    Its default, the values equivalent to it, and ``null`` where a null stands for the default:
+    what `_refuse_unsupported` lets through, so the OpenAPI document can say exactly that.
+    """
+    default = Config().model_dump(mode="json")
+    accepted = {}
+    for path in NOT_SUPPORTED:
+        values = [_at(default, path), *_ALSO_DEFAULT.get(path, ())]
+        if None not in values and "." not in path and _null_means_default(path):
+            values.append(None)
+        accepted[path] = values
+    return accepted
+
+
+def _null_means_default(key: str) -> bool:
+    try:
+        return bool(getattr(Config.model_validate({key: None}), key) == getattr(Config(), key))
+    except pydantic.ValidationError:
+        return False
 
 
 def _at(document: Mapping[str, Any], path: str) -> Any:

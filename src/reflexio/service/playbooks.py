@@ -37,6 +37,8 @@ from reflexio.models import (
 )
 from reflexio.records import Approval, LearningKind, LearningStatus
 from reflexio.service import impact, review, views
+from reflexio.service.bulk import save_embedded
+from reflexio.service.cancellation import NEVER, Cancellation
 from reflexio.service.core import Core
 from reflexio.service.learning_access import (
     audit,
@@ -73,11 +75,20 @@ AGENT = LearningKind.AGENT_PLAYBOOK
 
 
 def add_user_playbooks(
-    core: Core, org_id: str, req: AddUserPlaybookRequest, *, actor: str = "api"
+    core: Core,
+    org_id: str,
+    req: AddUserPlaybookRequest,
+    *,
+    actor: str = "api",
+    cancel: Cancellation = NEVER,
 ) -> AddUserPlaybookResponse:
-    """Store hand-written user playbooks (embedded and indexed like extracted ones)."""
+    """Store hand-written user playbooks (embedded and indexed like extracted ones).
+
+    Raises:
+        RequestCancelledError: ``cancel`` was set before they were saved (nothing was).
+    """
     rows = [views.from_user_playbook(org_id, p) for p in req.user_playbooks]
-    saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
+    saved = save_embedded(core, rows, audit(actor, "added through the API"), cancel)
     return AddUserPlaybookResponse(
         success=True,
         added_count=len(saved),
@@ -153,11 +164,20 @@ def delete_all_user_playbooks(core: Core, org_id: str, *, actor: str = "api") ->
 
 
 def add_agent_playbooks(
-    core: Core, org_id: str, req: AddAgentPlaybookRequest, *, actor: str = "api"
+    core: Core,
+    org_id: str,
+    req: AddAgentPlaybookRequest,
+    *,
+    actor: str = "api",
+    cancel: Cancellation = NEVER,
 ) -> AddAgentPlaybookResponse:
-    """Store hand-written agent playbooks in the review state the caller gives (default pending)."""
+    """Store hand-written agent playbooks in the review state the caller gives (default pending).
+
+    Raises:
+        RequestCancelledError: ``cancel`` was set before they were saved (nothing was).
+    """
     rows = [views.from_agent_playbook(org_id, p) for p in req.agent_playbooks]
-    saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
+    saved = save_embedded(core, rows, audit(actor, "added through the API"), cancel)
     return AddAgentPlaybookResponse(
         success=True,
         added_count=len(saved),

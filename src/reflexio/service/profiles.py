@@ -34,6 +34,8 @@ from reflexio.models import (
 )
 from reflexio.records import Learning, LearningEvent, LearningKind, LearningStatus, now
 from reflexio.service import impact, search, views
+from reflexio.service.bulk import save_embedded
+from reflexio.service.cancellation import NEVER, Cancellation
 from reflexio.service.core import Core
 from reflexio.service.learning_access import audit, bulk_delete, delete_one, find_one, listed
 
@@ -79,15 +81,21 @@ class AllProfilesQuery:
 
 
 def add_user_profiles(
-    core: Core, org_id: str, req: AddUserProfileRequest, *, actor: str = "api"
+    core: Core,
+    org_id: str,
+    req: AddUserProfileRequest,
+    *,
+    actor: str = "api",
+    cancel: Cancellation = NEVER,
 ) -> AddUserProfileResponse:
     """Store profiles directly (embedded and indexed like extracted ones).
 
     Raises:
         ConflictError: A ``profile_id`` is already used in the org.
+        RequestCancelledError: ``cancel`` was set before they were saved (nothing was).
     """
     rows = [views.from_user_profile(org_id, p) for p in req.user_profiles]
-    saved = core.storage.save_learnings(rows, audit(actor, "added through the API"))
+    saved = save_embedded(core, rows, audit(actor, "added through the API"), cancel)
     return AddUserProfileResponse(
         success=True,
         added_count=len(saved),

@@ -30,7 +30,7 @@ from reflexio.models import (
 )
 from reflexio.models.org_config import Config
 from reflexio.records import Job, JobStatus, RequestRecord, now
-from reflexio.service import idempotency, references, views
+from reflexio.service import idempotency, quotas, references, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 from reflexio.storage import Storage
 
@@ -295,6 +295,9 @@ def learning_status(core: Core, org_id: str, request_id: str) -> LearningStatusR
     ]
     if not pending:
         return LearningStatusResponse(status="done")
+    paused = quotas.learning_pause(core, org_id)
+    if paused is not None:
+        return LearningStatusResponse(status="pending", reason=f"learning is paused: {paused.message}")
     jobs = core.storage.list_jobs(org_id, task=EXTRACT, key=extraction_key(record.user_id), limit=20)
     return _status_from_jobs(jobs)
 

@@ -49,6 +49,7 @@ from reflexio.records import (
     LearningStatus,
     ReflectionActionRecord,
 )
+from reflexio.service import quotas
 from reflexio.service.core import Core
 from reflexio.service.impact import Ref, impact_rows
 from reflexio.service.judgement import Judged, learnings_of
@@ -224,6 +225,7 @@ def revise_handler(core: Core) -> Any:
 
     def handle(ctx: JobContext) -> None:
         org_id, learning_id = ctx.job.org_id, int(ctx.job.payload["learning_id"])
+        quotas.wait_while_paused(core, org_id)  # it calls the org's LLM
         config = core.org_config(org_id)
         raw = org_llm(core, config)
         rows = core.storage.get_learnings(org_id, LearningFilter(ids=(learning_id,)))

@@ -40,6 +40,7 @@ from reflexio.learn.pipeline import KINDS_OF_EXTRACTOR, learn_window
 from reflexio.learn.windows import enabled_extractors, plan_windows, window_params
 from reflexio.models.org_config import Config
 from reflexio.records import Audit, InteractionRecord, Learning, LearningKind, LearningStatus
+from reflexio.service import quotas
 from reflexio.service.core import Core
 from reflexio.service.learners import Learner, learner_for
 from reflexio.storage import Storage
@@ -351,6 +352,7 @@ def rerun_handler(core: Core) -> Handler:
 
     def handle(ctx: JobContext) -> None:
         org_id = ctx.job.org_id
+        quotas.wait_while_paused(core, org_id)  # it learns with the org's LLM
         config = core.org_config(org_id)
         scope = RerunScope.from_payload(dict(ctx.job.payload["scope"]))
         if scope.extractor not in enabled_extractors(config):

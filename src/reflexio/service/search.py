@@ -37,7 +37,7 @@ from reflexio.models import (
     UnifiedSearchViewResponse,
 )
 from reflexio.records import Approval, Learning, LearningKind, LearningStatus, Vector, now
-from reflexio.service import exposure, revisions, standing, views
+from reflexio.service import exposure, quotas, revisions, standing, views
 from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "search_agent_playbooks",
     "search_profiles",
     "search_user_playbooks",
+    "warm_up",
 ]
 
 log = logging.getLogger(__name__)
@@ -339,11 +340,21 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
     per-learning holdout may withhold some learnings from this session (``service.exposure``),
     and every learning served or withheld is recorded for the session.
     """
+    quotas.charge(core, org_id, "searches")
     started = time.perf_counter()
     with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": req.top_k}):
         out = _unified(core, org_id, req)
     telemetry.SEARCH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
     return out
+
+
+def warm_up(core: Core, org_id: str) -> None:
+    """Run one search of the org the way a caller's would (query embedding, index, ranking).
+
+    For a server's warm-up: not a caller's search, so it counts against no quota and feeds no
+    latency metric, and without a session it records no exposure.
+    """
+    _unified(core, org_id, UnifiedSearchRequest(query="warm up the index"))
 
 
 def _unified(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchViewResponse:
@@ -418,7 +429,11 @@ def _run_single(
     threshold: float | None,
     mode: SearchMode,
 ) -> list[tuple[Learning, float]]:
-    """A one-kind search; without a query it lists the newest matching rows, unscored."""
+    """A one-kind search; without a query it lists the newest matching rows, unscored.
+
+    Either way it counts against the org's monthly search quota (a 429 past it).
+    """
+    quotas.charge(core, org_id, "searches")
     if not text or not text.strip():
         return [(row, 0.0) for row in core.storage.list_learnings(org_id, f, limit=top_k)]
     plan = Plan(

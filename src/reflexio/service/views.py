@@ -294,8 +294,12 @@ def interaction_record(
 
 
 def user_profile(row: Learning) -> UserProfile:
-    """A profile as its full stored record (every lifecycle state; used by export)."""
-    return UserProfile(
+    """A profile as its full stored record (every lifecycle state; used by export).
+
+    Built without validation: the limits on ``UserProfile`` are for what callers write, and a
+    stored row (an extracted one may be longer) must always be exportable.
+    """
+    return UserProfile.model_construct(
         profile_id=row.profile_id or str(row.id),
         user_id=row.user_id or "",
         content=row.content,
@@ -314,8 +318,11 @@ def user_profile(row: Learning) -> UserProfile:
 
 
 def user_playbook(row: Learning) -> UserPlaybook:
-    """A user playbook as its full stored record (every lifecycle state; used by export)."""
-    return UserPlaybook(
+    """A user playbook as its full stored record (every lifecycle state; used by export).
+
+    Built without validation, like :func:`user_profile`.
+    """
+    return UserPlaybook.model_construct(
         user_playbook_id=row.id,
         user_id=row.user_id,
         agent_version=row.agent_version,

@@ -22,7 +22,7 @@ from reflexio.learn.pipeline import learn_window
 from reflexio.learn.rules.triage import teaches_now
 from reflexio.learn.windows import Window, run_extraction
 from reflexio.records import InteractionRecord, Job
-from reflexio.service import judgement, maintenance, publish, reflection
+from reflexio.service import judgement, maintenance, publish, quotas, reflection
 from reflexio.service.aggregation import aggregation_handler
 from reflexio.service.core import Core
 from reflexio.service.learners import learner_for
@@ -35,11 +35,14 @@ log = logging.getLogger(__name__)
 
 def _extract(core: Core) -> Handler:
     def handle(ctx: JobContext) -> None:
-        config = core.org_config(ctx.job.org_id)
-        learner = learner_for(core, config, ctx.job.org_id, ctx.job.id)
+        org_id = ctx.job.org_id
+        quotas.wait_while_paused(core, org_id)
+        config = core.org_config(org_id)
+        learner = learner_for(core, config, org_id, ctx.job.id)
 
         def learn(window: Window) -> Changes:
             changes = learn_window(core.storage, config, window, learner.proposer, learner.judge)
+            quotas.record_learnings(core, org_id, len(changes.added))
             return changes.with_vectors(core.embedder)
 
         run_extraction(ctx, core.storage, config, learn, urgent=_teaches)
@@ -62,6 +65,7 @@ def _evaluate_session(core: Core) -> Handler:
     def handle(ctx: JobContext) -> None:
         payload = ctx.job.payload
         org_id, user_id, session_id = ctx.job.org_id, str(payload["user_id"]), str(payload["session_id"])
+        quotas.wait_while_paused(core, org_id)
         config = core.org_config(org_id)
         judged = judgement.judge(core, org_id, user_id, session_id, job_id=ctx.job.id)
         with ctx.effects() as tx:

@@ -103,6 +103,7 @@ class SqlJobQueue:
         *,
         error: str | None = None,
         retry_at: float | None = None,
+        spend_attempt: bool = True,
     ) -> bool:
         """Close or requeue a leased job; False when ``worker`` no longer holds its lease."""
         at = now()
@@ -116,7 +117,7 @@ class SqlJobQueue:
                 return bool(dead)
             twin = _queued_twin(db, job_id)
             if twin is None:
-                return db.execute("finish_job_retry", params) > 0
+                return db.execute("finish_job_retry" if spend_attempt else "finish_job_defer", params) > 0
             params["error"] = f"{error} (retry continues as job {twin})"
             if db.execute("finish_job_done", params) == 0:
                 return False

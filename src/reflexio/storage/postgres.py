@@ -13,6 +13,16 @@ Why it is built this way:
   budget, and searches inside a transaction, are answered in SQL over pgvector and a
   generated ``tsvector`` (``storage.postgres_search``).
 * **Bulk saves by binary COPY**, with ids drawn from the identity sequence beforehand.
+* **Outages fail fast.** A call waits at most :data:`POOL_WAIT_SECONDS` for a connection and
+  a new connection at most :data:`CONNECT_TIMEOUT_SECONDS` to open, then fails with a
+  ``StorageError`` carrying ``retry_after`` (a 503 with ``Retry-After``): while PostgreSQL is
+  down, callers get an answer in about two seconds instead of hanging for the pool's default
+  30; once one call has found it down, the others fail at once while one at a time probes
+  (``storage.breaker``), so a request that makes several calls does not wait for each. The
+  pool keeps reconnecting in the background and checks each connection before lending it, so
+  service resumes on its own when the database is back; a reconnect attempt gives up after
+  :data:`RECONNECT_SECONDS` (the next call starts a fresh one), so its backoff never grows to
+  leave a recovered database unused for long.
 * **Vector indexes only where they pay**: opening builds a kind's HNSW graph once it holds
   ``hnsw_min_rows`` vectors of the embedder's dimension (``storage.postgres_schema``); keeping
   a graph current makes every insert costlier, which buys nothing while exact scans are fast.
@@ -29,12 +39,14 @@ from typing import Any, Final
 
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from reflexio.errors import ConflictError, StorageError
 from reflexio.filters import Candidate, CandidateQuery
 from reflexio.records import Vector
+from reflexio.storage.breaker import Breaker
 from reflexio.storage.connector import Params, Row
 from reflexio.storage.postgres_index import IndexBudget, PostgresIndexes
 from reflexio.storage.postgres_schema import migrate
@@ -42,7 +54,18 @@ from reflexio.storage.postgres_search import PostgresSearch, tsquery
 from reflexio.storage.postgres_types import Conn, VectorBinaryLoader, VectorTextLoader, copy_rows
 from reflexio.storage.queries import Dialect, queries
 
-__all__ = ["POSTGRES", "PostgresConnector"]
+__all__ = ["CONNECT_TIMEOUT_SECONDS", "POOL_WAIT_SECONDS", "POSTGRES", "PostgresConnector"]
+
+#: The longest a call waits for a pooled connection: beyond it the database is down or the
+#: pool is saturated, and an immediate 503 is more useful to a caller than a hung request.
+POOL_WAIT_SECONDS: Final = 2.0
+#: libpq's ``connect_timeout`` (whole seconds) unless the URL sets its own: an unreachable
+#: host must not hold a reconnect attempt for the kernel's TCP timeout.
+CONNECT_TIMEOUT_SECONDS: Final = 2
+#: How long one background reconnect keeps retrying (with backoff) before it gives up.
+RECONNECT_SECONDS: Final = 5.0
+#: What a storage outage tells callers to wait before retrying (``Retry-After``).
+OUTAGE_RETRY_AFTER_SECONDS: Final = 2.0
 
 
 def _array(values: Sequence[Any]) -> list[Any]:
@@ -58,6 +81,11 @@ POSTGRES: Final = Dialect("postgres", "%({})s", bind_list=_array, bind_vector=_v
 _Q = queries("postgres")
 #: Planned with their values on every call: a generic plan cannot weigh a filter's selectivity.
 _PLAN_EACH_TIME: Final = frozenset({"search_interactions"})
+
+
+def _connect_timeout(url: str) -> dict[str, Any]:
+    """``connect_timeout`` for the pool's connections, unless the URL chose one."""
+    return {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
 
 
 def _has_rows(cur: psycopg.Cursor[Any]) -> bool:
@@ -91,7 +119,7 @@ class _DriverErrors:
         if isinstance(exc, psycopg.errors.UniqueViolation):
             raise ConflictError(exc.diag.message_detail or str(exc)) from exc
         if isinstance(exc, psycopg.OperationalError):
-            raise StorageError(f"PostgreSQL failed: {exc}") from exc
+            raise StorageError(f"PostgreSQL failed: {exc}", retry_after=OUTAGE_RETRY_AFTER_SECONDS) from exc
 
 
 _driver_errors: Final = _DriverErrors()
@@ -111,6 +139,18 @@ class _Held:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         _driver_errors.__exit__(kind, exc, tb)
+
+
+class _Lent:
+    """How many pooled connections are borrowed now: a full pool's timeout is load, not an outage."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.count += n
 
 
 class PostgresConnector:
@@ -141,6 +181,8 @@ class PostgresConnector:
         self.url = url
         self._local = threading.local()
         self._tx: _Tx | None = None
+        self._breaker = Breaker(retry_after=OUTAGE_RETRY_AFTER_SECONDS)
+        self._lent = _Lent()  # shared with the transaction views (``_bound``)
         with _driver_errors:
             schema = migrate(url, dim, hnsw_min_rows)
             self._vector_type, self._iterative_scan = schema.vector_type, schema.iterative_scan
@@ -150,9 +192,10 @@ class PostgresConnector:
                 url,
                 min_size=1,
                 max_size=pool_size,
-                kwargs={"autocommit": True, "row_factory": dict_row},
+                kwargs={"autocommit": True, "row_factory": dict_row, **_connect_timeout(url)},
                 configure=self._configure,
                 check=ConnectionPool.check_connection,
+                reconnect_timeout=RECONNECT_SECONDS,
                 open=False,
                 name="reflexio",
             )
@@ -179,8 +222,41 @@ class PostgresConnector:
 
     @contextmanager
     def _borrow(self) -> Iterator[Conn]:
-        with _driver_errors, self._pool.connection() as conn:
+        with _driver_errors, self._pooled() as conn:
             yield conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator[Conn]:
+        """A connection from the pool, through the outage breaker (``storage.breaker``).
+
+        No connection within the wait while the pool had room to open one means the database
+        is down (a saturated pool is load, not an outage); so does a connection that broke
+        under a statement. Either opens the breaker; the next connection lent closes it.
+        """
+        probe = self._breaker.admit()
+        try:
+            conn = self._pool.getconn(timeout=POOL_WAIT_SECONDS)
+        except PoolTimeout as exc:
+            if self._lent.count < self._pool.max_size:
+                self._breaker.tripped(str(exc), probe)
+            else:
+                self._breaker.released(probe)
+            raise
+        except BaseException:
+            self._breaker.released(probe)
+            raise
+        self._breaker.connected(probe)
+        self._lent.add(1)
+        try:
+            with conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:
+                self._breaker.tripped(str(exc), probe=False)
+            raise
+        finally:
+            self._lent.add(-1)
+            self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self, *, savepoint: bool = True) -> Iterator[PostgresConnector]:
@@ -195,7 +271,7 @@ class PostgresConnector:
                 with tx.conn.transaction():
                     yield self._bound(tx)
             else:
-                with self._pool.connection() as conn, conn.transaction():
+                with self._pooled() as conn, conn.transaction():
                     tx = self._local.tx = _Tx(conn)
                     try:
                         yield self._bound(tx)
@@ -261,10 +337,12 @@ class PostgresConnector:
             if tx is not None:
                 tx.conn.execute(_Q["ping"])
                 return
-            with self._pool.connection(timeout=5.0) as conn:
+            with self._pooled() as conn:
                 conn.execute(_Q["ping"])
         except psycopg.Error as exc:
-            raise StorageError(f"PostgreSQL is not answering: {exc}") from exc
+            raise StorageError(
+                f"PostgreSQL is not answering: {exc}", retry_after=OUTAGE_RETRY_AFTER_SECONDS
+            ) from exc
 
     def close(self) -> None:
         self._pool.close()

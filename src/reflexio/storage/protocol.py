@@ -80,8 +80,12 @@ class JobQueue(Protocol):
         *,
         error: str | None = None,
         retry_at: float | None = None,
+        spend_attempt: bool = True,
     ) -> bool:
         """Complete a leased job: done (no error), retried at ``retry_at``, or dead.
+
+        ``spend_attempt=False`` requeues a job that did not fail but must wait: the attempt
+        its claim counted is given back, so waiting can never dead-letter it.
 
         Returns:
             False when ``worker`` no longer holds the lease (nothing changed).
@@ -440,6 +444,29 @@ class Storage(JobQueue, Protocol):
 
     def put_org_config(self, org_id: str, config: dict[str, Any]) -> None:
         """Replace the org's config document."""
+        ...
+
+    # -- plans and quotas -------------------------------------------------------------------
+    def get_org_plan(self, org_id: str) -> dict[str, Any] | None:
+        """The plan an operator assigned to the org, if any (the server's default otherwise)."""
+        ...
+
+    def put_org_plan(self, org_id: str, plan: dict[str, Any] | None) -> None:
+        """Assign the org a plan document, or remove its own (``None``) so the default applies."""
+        ...
+
+    def count_usage(
+        self, org_id: str, period: str, meter: str, amount: int, *, limit: int | None
+    ) -> int | None:
+        """Add ``amount`` to the org's use of ``meter`` in ``period``, unless that exceeds ``limit``.
+
+        Atomic (one statement): concurrent callers can never take the total past the limit.
+        Returns the new total, or None when the amount did not fit and nothing was counted.
+        """
+        ...
+
+    def usage_of_period(self, org_id: str, period: str) -> dict[str, int]:
+        """What the org used of each counted meter in ``period`` (meters never used are absent)."""
         ...
 
     def clear_user(self, org_id: str, user_id: str) -> dict[str, int]:

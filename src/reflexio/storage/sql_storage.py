@@ -475,6 +475,32 @@ class SqlStorage(ReflectTables, SqlJobQueue):
         with self.db.transaction() as db:
             db.execute("put_config", params)
 
+    # -- plans and quotas ---------------------------------------------------------------------
+    def get_org_plan(self, org_id: str) -> dict[str, Any] | None:
+        r = self.db.one("get_plan", {"org_id": org_id})
+        return rows.loads(r["plan"]) if r else None
+
+    def put_org_plan(self, org_id: str, plan: dict[str, Any] | None) -> None:
+        with self.db.transaction() as db:
+            if plan is None:
+                db.execute("delete_plan", {"org_id": org_id})
+            else:
+                db.execute("put_plan", {"org_id": org_id, "plan": rows.dumps(plan), "updated_at": now()})
+
+    def count_usage(
+        self, org_id: str, period: str, meter: str, amount: int, *, limit: int | None
+    ) -> int | None:
+        if limit is not None and amount > limit:
+            return None  # a first row would be inserted whatever the limit
+        params = {"org_id": org_id, "period": period, "meter": meter, "amount": amount, "limit": limit}
+        with self.db.transaction() as db:
+            counted = db.all("count_usage", params)  # all: SQLite steps RETURNING to the end
+        return int(counted[0]["used"]) if counted else None
+
+    def usage_of_period(self, org_id: str, period: str) -> dict[str, int]:
+        found = self.db.all("usage_of_period", {"org_id": org_id, "period": period})
+        return {str(r["meter"]): int(r["used"]) for r in found}
+
     def clear_user(self, org_id: str, user_id: str) -> dict[str, int]:
         who = {"org_id": org_id, "user_id": user_id}
         with self.transaction() as tx:

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Query
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import RunPlaybookAggregationRequest, RunPlaybookAggregationResponse
 from reflexio.models.api_aggregation import (
     GetReviewQueueRequest,
@@ -49,7 +49,7 @@ def submit_playbook_aggregation(
     return aggregation.submit(core, caller.org_id, body)
 
 
-@router.get("/playbook_aggregation_operations/{operation_id}")
+@router.get("/playbook_aggregation_operations/{operation_id}", responses=documented(404))
 def get_playbook_aggregation_operation(
     operation_id: str, core: CoreDep, caller: CallerDep
 ) -> PlaybookAggregationOperation:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import Query
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     GetEvaluationOverviewRequest,
     GetEvaluationOverviewResponse,
@@ -37,7 +37,7 @@ __all__ = ["router"]
 router = api_router("evaluation")
 
 
-@router.post("/session_outcome")
+@router.post("/session_outcome", responses=documented(404))
 def session_outcome(
     body: SetSessionOutcomeRequest, core: CoreDep, caller: CallerDep
 ) -> SetSessionOutcomeResponse:
@@ -91,7 +91,7 @@ def get_learning_impact(
     return evaluations.learning_impact(core, caller.org_id, body)
 
 
-@router.post("/get_reflection_actions")
+@router.post("/get_reflection_actions", responses=documented(404))
 def get_reflection_actions(
     body: ListReflectionActionsRequest, core: CoreDep, caller: CallerDep
 ) -> ListReflectionActionsResponse:
@@ -99,7 +99,7 @@ def get_reflection_actions(
     return reflection.list_actions(core, caller.org_id, body)
 
 
-@router.post("/revert_reflection_action")
+@router.post("/revert_reflection_action", responses=documented(404, 409))
 def revert_reflection_action(
     body: RevertReflectionActionRequest, core: CoreDep, caller: CallerDep
 ) -> RevertReflectionActionResponse:

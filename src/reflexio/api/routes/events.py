@@ -11,9 +11,10 @@ a comment line every ``KEEPALIVE_SECONDS`` keeps proxies from closing an idle st
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Final
 
 import anyio
 from fastapi import Header, Query
@@ -24,6 +25,7 @@ from starlette.requests import Request
 from reflexio.api.auth import CallerDep, CoreDep
 from reflexio.api.routes import api_router
 from reflexio.errors import ValidationError
+from reflexio.models import EVENT_TYPES, INT64_MAX
 from reflexio.service import events
 from reflexio.service.core import Core
 
@@ -37,11 +39,18 @@ POLL_SECONDS = 0.25
 KEEPALIVE_SECONDS = 15.0
 
 
+#: ``types`` as the schema states it: known event types, comma-separated (spaces allowed).
+_TYPE_CHOICE = "|".join(re.escape(name) for name in EVENT_TYPES)
+_TYPES_PATTERN: Final = rf"^\s*({_TYPE_CHOICE})?(\s*,\s*({_TYPE_CHOICE})?)*\s*$"
+#: An event id a client may resume after: a number that fits the 64-bit sequence.
+_EVENT_ID_PATTERN: Final = r"^\s*[0-9]{1,18}\s*$"
+
+
 def _listed(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
-def _start(last_event_id: str | None, after: int | None, core: Core, org_id: str) -> int:
+def _start(last_event_id: str, after: int | None, core: Core, org_id: str) -> int:
     if last_event_id:
         try:
             return int(last_event_id)
@@ -57,12 +66,23 @@ async def stream(
     request: Request,
     core: CoreDep,
     caller: CallerDep,
-    types: Annotated[str | None, Query(description="Comma-separated event types (default: all).")] = None,
+    types: Annotated[
+        str | None,
+        # The schema states the rule; `events.check_types` enforces it, naming the unknown type.
+        Query(
+            description="Comma-separated event types (default: all).",
+            json_schema_extra={"pattern": _TYPES_PATTERN},
+        ),
+    ] = None,
     kinds: Annotated[str | None, Query(description="Comma-separated learning kinds or job tasks.")] = None,
     user_id: Annotated[str | None, Query(description="Only events about this user.")] = None,
-    after: Annotated[int | None, Query(ge=0, description="Start after this event id (0: the first).")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=INT64_MAX, description="Start after this event id (0: the first).")
+    ] = None,
     follow: Annotated[bool, Query(description="Wait for new events (false: stop after the backlog).")] = True,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    # A plain string with an empty default, not ``str | None``: a header has no null, and a
+    # nullable schema tells clients they may send the text "null".
+    last_event_id: Annotated[str, Header(alias="Last-Event-ID", pattern=_EVENT_ID_PATTERN)] = "",
 ) -> StreamingResponse:
     """Learnings created, superseded, retired, approved and rejected; jobs dead; evaluations finished."""
     chosen = _listed(types)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     RetrievalExperimentListResponse,
     RetrievalExperimentResultsResponse,
@@ -23,7 +23,7 @@ def list_retrieval_experiments(core: CoreDep, caller: CallerDep) -> RetrievalExp
     return experiments.list_experiments(core, caller.org_id)
 
 
-@router.post("/retrieval_experiments")
+@router.post("/retrieval_experiments", responses=documented(409))
 def start_retrieval_experiment(
     body: StartRetrievalExperimentRequest, core: CoreDep, caller: CallerDep
 ) -> RetrievalExperimentListResponse:
@@ -31,7 +31,7 @@ def start_retrieval_experiment(
     return experiments.start_experiment(core, caller.org_id, body)
 
 
-@router.post("/retrieval_experiments/stop")
+@router.post("/retrieval_experiments/stop", responses=documented(409))
 def stop_retrieval_experiment(
     body: StopRetrievalExperimentRequest, core: CoreDep, caller: CallerDep
 ) -> RetrievalExperimentListResponse:
@@ -39,7 +39,7 @@ def stop_retrieval_experiment(
     return experiments.stop_experiment(core, caller.org_id, body)
 
 
-@router.get("/retrieval_experiments/{experiment_id:path}/results")
+@router.get("/retrieval_experiments/{experiment_id:path}/results", responses=documented(404))
 def retrieval_experiment_results(
     experiment_id: str, core: CoreDep, caller: CallerDep
 ) -> RetrievalExperimentResultsResponse:

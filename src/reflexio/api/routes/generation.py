@@ -7,8 +7,10 @@ rerun already runs or nothing is pending/archived to move), never a 200 with ``s
 
 from __future__ import annotations
 
+from typing import Literal
+
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     DowngradeProfilesRequest,
     DowngradeProfilesResponse,
@@ -39,7 +41,7 @@ __all__ = ["router"]
 router = api_router("generation")
 
 
-@router.post("/rerun_profile_generation")
+@router.post("/rerun_profile_generation", responses=documented(409))
 def rerun_profile_generation(
     body: RerunProfileGenerationRequest, core: CoreDep, caller: CallerDep
 ) -> RerunProfileGenerationResponse:
@@ -47,7 +49,7 @@ def rerun_profile_generation(
     return generation.rerun_profile_generation(core, caller.org_id, body)
 
 
-@router.post("/manual_profile_generation")
+@router.post("/manual_profile_generation", responses=documented(409))
 def manual_profile_generation(
     body: ManualProfileGenerationRequest, core: CoreDep, caller: CallerDep
 ) -> ManualProfileGenerationResponse:
@@ -55,7 +57,7 @@ def manual_profile_generation(
     return generation.manual_profile_generation(core, caller.org_id, body)
 
 
-@router.post("/upgrade_all_profiles")
+@router.post("/upgrade_all_profiles", responses=documented(409))
 def upgrade_all_profiles(
     body: UpgradeProfilesRequest, core: CoreDep, caller: CallerDep
 ) -> UpgradeProfilesResponse:
@@ -63,7 +65,7 @@ def upgrade_all_profiles(
     return versions.upgrade_profiles(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.post("/downgrade_all_profiles")
+@router.post("/downgrade_all_profiles", responses=documented(409))
 def downgrade_all_profiles(
     body: DowngradeProfilesRequest, core: CoreDep, caller: CallerDep
 ) -> DowngradeProfilesResponse:
@@ -71,7 +73,7 @@ def downgrade_all_profiles(
     return versions.downgrade_profiles(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.post("/rerun_playbook_generation")
+@router.post("/rerun_playbook_generation", responses=documented(409))
 def rerun_playbook_generation(
     body: RerunPlaybookGenerationRequest, core: CoreDep, caller: CallerDep
 ) -> RerunPlaybookGenerationResponse:
@@ -79,7 +81,7 @@ def rerun_playbook_generation(
     return generation.rerun_playbook_generation(core, caller.org_id, body)
 
 
-@router.post("/manual_playbook_generation")
+@router.post("/manual_playbook_generation", responses=documented(409))
 def manual_playbook_generation(
     body: ManualPlaybookGenerationRequest, core: CoreDep, caller: CallerDep
 ) -> ManualPlaybookGenerationResponse:
@@ -87,7 +89,7 @@ def manual_playbook_generation(
     return generation.manual_playbook_generation(core, caller.org_id, body)
 
 
-@router.post("/upgrade_all_user_playbooks")
+@router.post("/upgrade_all_user_playbooks", responses=documented(409))
 def upgrade_all_user_playbooks(
     body: UpgradeUserPlaybooksRequest, core: CoreDep, caller: CallerDep
 ) -> UpgradeUserPlaybooksResponse:
@@ -95,7 +97,7 @@ def upgrade_all_user_playbooks(
     return versions.upgrade_user_playbooks(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.post("/downgrade_all_user_playbooks")
+@router.post("/downgrade_all_user_playbooks", responses=documented(409))
 def downgrade_all_user_playbooks(
     body: DowngradeUserPlaybooksRequest, core: CoreDep, caller: CallerDep
 ) -> DowngradeUserPlaybooksResponse:
@@ -105,7 +107,9 @@ def downgrade_all_user_playbooks(
 
 @router.get("/get_operation_status")
 def get_operation_status(
-    core: CoreDep, caller: CallerDep, service_name: str = "profile_generation"
+    core: CoreDep,
+    caller: CallerDep,
+    service_name: Literal["profile_generation", "playbook_generation"] = "profile_generation",
 ) -> GetOperationStatusResponse:
     """The latest rerun of ``profile_generation`` or ``playbook_generation``, with its progress."""
     return generation.get_operation_status(core, caller.org_id, service_name)

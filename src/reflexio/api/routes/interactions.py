@@ -7,14 +7,11 @@ flag it answers as soon as the request and its jobs are committed.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import Query
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import IdParam, PageParam, api_router, documented
 from reflexio.models import (
     BulkDeleteResponse,
     DeleteRequestRequest,
@@ -43,7 +40,7 @@ __all__ = ["router"]
 router = api_router("interactions")
 
 
-@router.post("/publish_interaction")
+@router.post("/publish_interaction", responses=documented(409))
 async def publish_interaction(
     body: PublishUserInteractionRequest,
     request: Request,
@@ -78,10 +75,8 @@ async def publish_interaction(
     )
 
 
-@router.get("/learning_status")
-def learning_status(
-    request_id: Annotated[str, Query(min_length=1)], core: CoreDep, caller: CallerDep
-) -> LearningStatusResponse:
+@router.get("/learning_status", responses=documented(404))
+def learning_status(request_id: IdParam, core: CoreDep, caller: CallerDep) -> LearningStatusResponse:
     """How far learning from one published request has got (404 for an unknown id)."""
     return publish.learning_status(core, caller.org_id, request_id)
 
@@ -104,7 +99,7 @@ def get_interactions(
 
 @router.get("/get_all_interactions")
 def get_all_interactions(
-    core: CoreDep, caller: CallerDep, limit: Annotated[int, Query(gt=0)] = 100
+    core: CoreDep, caller: CallerDep, limit: PageParam = 100
 ) -> GetInteractionsViewResponse:
     """The org's most recent turns across users."""
     return interactions.get_all_interactions(core, caller.org_id, limit)
@@ -124,7 +119,7 @@ def search_interactions(
     return interactions.search_interactions(core, caller.org_id, body)
 
 
-@router.delete("/delete_interaction")
+@router.delete("/delete_interaction", responses=documented(404))
 def delete_interaction(
     body: DeleteUserInteractionRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteUserInteractionResponse:
@@ -132,13 +127,13 @@ def delete_interaction(
     return interactions.delete_interaction(core, caller.org_id, body)
 
 
-@router.delete("/delete_request")
+@router.delete("/delete_request", responses=documented(404))
 def delete_request(body: DeleteRequestRequest, core: CoreDep, caller: CallerDep) -> DeleteRequestResponse:
     """Delete a request and its turns (404 when it does not exist)."""
     return interactions.delete_request(core, caller.org_id, body)
 
 
-@router.delete("/delete_session")
+@router.delete("/delete_session", responses=documented(404))
 def delete_session(body: DeleteSessionRequest, core: CoreDep, caller: CallerDep) -> DeleteSessionResponse:
     """Delete every request of a session (404 when there is none)."""
     return interactions.delete_session(core, caller.org_id, body)

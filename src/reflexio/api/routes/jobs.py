@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import Query
-
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import IdParam, PageParam, api_router
 from reflexio.records import JobStatus
 from reflexio.service import jobs
 from reflexio.service.jobs import JobsResponse, RetryJobsRequest, RetryJobsResponse
@@ -16,17 +12,15 @@ __all__ = ["router"]
 
 router = api_router("jobs")
 
-Limit = Annotated[int, Query(gt=0, le=1_000)]
-
 
 @router.get("/jobs")
 def list_jobs(
     core: CoreDep,
     caller: CallerDep,
     status: JobStatus | None = None,
-    task: str | None = None,
-    request_id: str | None = None,
-    limit: Limit = 100,
+    task: IdParam | None = None,
+    request_id: IdParam | None = None,
+    limit: PageParam = 100,
 ) -> JobsResponse:
     """The org's jobs, newest first."""
     return jobs.list_jobs(core, caller.org_id, status=status, task=task, request_id=request_id, limit=limit)
@@ -34,7 +28,7 @@ def list_jobs(
 
 @router.get("/jobs/dead")
 def list_dead_jobs(
-    core: CoreDep, caller: CallerDep, task: str | None = None, limit: Limit = 100
+    core: CoreDep, caller: CallerDep, task: IdParam | None = None, limit: PageParam = 100
 ) -> JobsResponse:
     """Jobs that ran out of attempts, newest first, with their last error."""
     return jobs.list_jobs(core, caller.org_id, status=JobStatus.DEAD, task=task, limit=limit)

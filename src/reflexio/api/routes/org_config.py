@@ -6,9 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import Body
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import Config, SetConfigResponse
 from reflexio.service import org_config
 
@@ -18,14 +20,27 @@ router = api_router("config")
 
 ConfigBody = Annotated[dict[str, Any], Body(description="A Config object (partial for update_config)")]
 
+#: update_config takes any subset of a Config: the same schema, nothing required.
+_CONFIG_SCHEMA = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Config-Input"}}},
+    }
+}
 
-@router.post("/set_config")
-def set_config(body: ConfigBody, core: CoreDep, caller: CallerDep) -> SetConfigResponse:
-    """Replace the org's config; masked secrets sent back keep their stored values."""
-    return org_config.set_config(core, caller.org_id, body)
+
+@router.post("/set_config", responses=documented(409))
+async def set_config(body: Config, request: Request, core: CoreDep, caller: CallerDep) -> SetConfigResponse:
+    """Replace the org's config; masked secrets sent back keep their stored values.
+
+    The body is declared as a ``Config`` so the schema (and a first check) is the real one;
+    the service reads it as sent, because what was omitted and what is masked matters.
+    """
+    raw: dict[str, Any] = await request.json()
+    return await run_in_threadpool(org_config.set_config, core, caller.org_id, raw)
 
 
-@router.post("/update_config")
+@router.post("/update_config", responses=documented(409), openapi_extra=_CONFIG_SCHEMA)
 def update_config(body: ConfigBody, core: CoreDep, caller: CallerDep) -> SetConfigResponse:
     """Replace only the top-level keys sent."""
     return org_config.update_config(core, caller.org_id, body)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from starlette.requests import Request
+
 from reflexio.api.auth import CallerDep, CoreDep, require_reviewer
-from reflexio.api.routes import api_router
+from reflexio.api.lifecycle import cancellable
+from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     AddAgentPlaybookRequest,
     AddAgentPlaybookResponse,
@@ -40,22 +43,26 @@ router = api_router("playbooks")
 
 
 @router.post("/add_user_playbook")
-def add_user_playbook(
-    body: AddUserPlaybookRequest, core: CoreDep, caller: CallerDep
+async def add_user_playbook(
+    body: AddUserPlaybookRequest, request: Request, core: CoreDep, caller: CallerDep
 ) -> AddUserPlaybookResponse:
-    """Store user playbooks directly."""
-    return playbooks.add_user_playbooks(core, caller.org_id, body, actor=caller.actor)
+    """Store user playbooks directly (stopped, storing nothing, if the client leaves)."""
+    return await cancellable(
+        request, playbooks.add_user_playbooks, core, caller.org_id, body, actor=caller.actor
+    )
 
 
 @router.post("/add_agent_playbook")
-def add_agent_playbook(
-    body: AddAgentPlaybookRequest, core: CoreDep, caller: CallerDep
+async def add_agent_playbook(
+    body: AddAgentPlaybookRequest, request: Request, core: CoreDep, caller: CallerDep
 ) -> AddAgentPlaybookResponse:
     """Store agent playbooks directly (pending review unless a reviewer says otherwise)."""
     decided = {p.playbook_status for p in body.agent_playbooks} - {PlaybookStatus.PENDING}
     if decided:
         require_reviewer(caller, f"adding playbooks already {', '.join(sorted(decided))}")
-    return playbooks.add_agent_playbooks(core, caller.org_id, body, actor=caller.actor)
+    return await cancellable(
+        request, playbooks.add_agent_playbooks, core, caller.org_id, body, actor=caller.actor
+    )
 
 
 @router.post("/get_user_playbooks")
@@ -74,7 +81,7 @@ def get_agent_playbooks(
     return playbooks.get_agent_playbooks(core, caller.org_id, body)
 
 
-@router.put("/update_user_playbook")
+@router.put("/update_user_playbook", responses=documented(404))
 def update_user_playbook(
     body: UpdateUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateUserPlaybookResponse:
@@ -82,7 +89,7 @@ def update_user_playbook(
     return playbooks.update_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.put("/update_agent_playbook")
+@router.put("/update_agent_playbook", responses=documented(404, 409))
 def update_agent_playbook(
     body: UpdateAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateAgentPlaybookResponse:
@@ -92,7 +99,7 @@ def update_agent_playbook(
     return playbooks.update_agent_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.put("/update_agent_playbook_status")
+@router.put("/update_agent_playbook_status", responses=documented(404, 409))
 def update_agent_playbook_status(
     body: UpdatePlaybookStatusRequest, core: CoreDep, caller: CallerDep
 ) -> UpdatePlaybookStatusResponse:
@@ -117,7 +124,7 @@ def search_agent_playbooks(
     return search.search_agent_playbooks(core, caller.org_id, body)
 
 
-@router.delete("/delete_user_playbook")
+@router.delete("/delete_user_playbook", responses=documented(404))
 def delete_user_playbook(
     body: DeleteUserPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteUserPlaybookResponse:
@@ -125,7 +132,7 @@ def delete_user_playbook(
     return playbooks.delete_user_playbook(core, caller.org_id, body, actor=caller.actor)
 
 
-@router.delete("/delete_agent_playbook")
+@router.delete("/delete_agent_playbook", responses=documented(404, 409))
 def delete_agent_playbook(
     body: DeleteAgentPlaybookRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteAgentPlaybookResponse:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import Query
+from starlette.requests import Request
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.lifecycle import cancellable
+from reflexio.api.routes import EpochParam, IdParam, PageParam, TextParam, api_router, documented
 from reflexio.models import (
     AddUserProfileRequest,
     AddUserProfileResponse,
@@ -19,11 +21,13 @@ from reflexio.models import (
     GetProfilesViewResponse,
     GetUserProfilesRequest,
     ProfileChangeLogViewResponse,
+    ProfileTimeToLive,
     SearchProfilesViewResponse,
     SearchUserProfileRequest,
     UpdateUserProfileRequest,
     UpdateUserProfileResponse,
 )
+from reflexio.models.fields import SOURCE_PATTERN
 from reflexio.service import profiles, search
 from reflexio.service.profiles import AllProfilesQuery
 
@@ -32,10 +36,17 @@ __all__ = ["router"]
 router = api_router("profiles")
 
 
-@router.post("/add_user_profile")
-def add_user_profile(body: AddUserProfileRequest, core: CoreDep, caller: CallerDep) -> AddUserProfileResponse:
-    """Store profiles directly (409 when a profile_id is already used)."""
-    return profiles.add_user_profiles(core, caller.org_id, body, actor=caller.actor)
+@router.post("/add_user_profile", responses=documented(409))
+async def add_user_profile(
+    body: AddUserProfileRequest, request: Request, core: CoreDep, caller: CallerDep
+) -> AddUserProfileResponse:
+    """Store profiles directly (409 when a profile_id is already used).
+
+    Embedding stops (and nothing is stored) if the client leaves or the server shuts down.
+    """
+    return await cancellable(
+        request, profiles.add_user_profiles, core, caller.org_id, body, actor=caller.actor
+    )
 
 
 @router.post("/get_profiles")
@@ -48,15 +59,15 @@ def get_profiles(body: GetUserProfilesRequest, core: CoreDep, caller: CallerDep)
 def get_all_profiles(
     core: CoreDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(gt=0)] = 100,
+    limit: PageParam = 100,
     status_filter: Literal["current", "pending", "archived"] | None = None,
-    user_id: str | None = None,
-    profile_id: str | None = None,
-    query: str | None = None,
-    source: str | None = None,
-    profile_time_to_live: str | None = None,
-    start_time: int | None = None,
-    end_time: int | None = None,
+    user_id: IdParam | None = None,
+    profile_id: IdParam | None = None,
+    query: TextParam | None = None,
+    source: Annotated[str, Query(max_length=128, pattern=SOURCE_PATTERN)] | None = None,
+    profile_time_to_live: ProfileTimeToLive | None = None,
+    start_time: EpochParam | None = None,
+    end_time: EpochParam | None = None,
     date_field: Literal["last_modified_timestamp", "created_at"] = "last_modified_timestamp",
     include_tombstones: bool = False,
 ) -> GetProfilesViewResponse:
@@ -68,7 +79,7 @@ def get_all_profiles(
         profile_id=profile_id,
         query=query,
         source=source,
-        profile_time_to_live=profile_time_to_live,
+        profile_time_to_live=profile_time_to_live.value if profile_time_to_live else None,
         start_time=start_time,
         end_time=end_time,
         date_field=date_field,
@@ -77,7 +88,7 @@ def get_all_profiles(
     return profiles.get_all_profiles(core, caller.org_id, q)
 
 
-@router.put("/update_user_profile")
+@router.put("/update_user_profile", responses=documented(404))
 def update_user_profile(
     body: UpdateUserProfileRequest, core: CoreDep, caller: CallerDep
 ) -> UpdateUserProfileResponse:
@@ -105,7 +116,7 @@ def get_profile_statistics(core: CoreDep, caller: CallerDep) -> GetProfileStatis
     return profiles.get_profile_statistics(core, caller.org_id)
 
 
-@router.delete("/delete_profile")
+@router.delete("/delete_profile", responses=documented(404))
 def delete_profile(
     body: DeleteUserProfileRequest, core: CoreDep, caller: CallerDep
 ) -> DeleteUserProfileResponse:

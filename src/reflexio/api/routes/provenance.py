@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import api_router, documented
 from reflexio.models import GetLearningProvenanceRequest, GetLearningProvenanceResponse
 from reflexio.service import provenance
 
@@ -12,7 +12,7 @@ __all__ = ["router"]
 router = api_router("provenance")
 
 
-@router.post("/get_learning_provenance")
+@router.post("/get_learning_provenance", responses=documented(404))
 def get_learning_provenance(
     body: GetLearningProvenanceRequest, core: CoreDep, caller: CallerDep
 ) -> GetLearningProvenanceResponse:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import Query
-
 from reflexio.api.auth import CallerDep, CoreDep
-from reflexio.api.routes import api_router
+from reflexio.api.routes import IdParam, api_router
 from reflexio.models import ClearUserDataRequest, ClearUserDataResponse
 from reflexio.service import users
 from reflexio.service.users import UserExport
@@ -24,8 +20,6 @@ def clear_user_data(body: ClearUserDataRequest, core: CoreDep, caller: CallerDep
 
 
 @router.get("/export_user_data")
-def export_user_data(
-    user_id: Annotated[str, Query(min_length=1)], core: CoreDep, caller: CallerDep
-) -> UserExport:
+def export_user_data(user_id: IdParam, core: CoreDep, caller: CallerDep) -> UserExport:
     """Everything stored about one user, in every lifecycle state."""
     return users.export_user_data(core, caller.org_id, user_id)

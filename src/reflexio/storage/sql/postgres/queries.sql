@@ -311,6 +311,13 @@ UPDATE jobs SET status = 'queued', last_error = %(error)s, lease_owner = NULL, l
     run_at = %(retry_at)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
 
+-- name: finish_job_defer
+-- Requeued without spending the attempt its claim counted: the job did not fail, it waits
+-- (an org's learning paused by its quota).
+UPDATE jobs SET status = 'queued', last_error = %(error)s, lease_owner = NULL, lease_expires_at = NULL,
+    run_at = %(retry_at)s, attempts = attempts - 1, updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running' AND lease_owner = %(worker)s
+
 -- name: finish_job_dead
 UPDATE jobs SET status = 'dead', last_error = %(error)s, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = %(now)s, updated_at = %(now)s
@@ -392,6 +399,26 @@ WHERE org_id = %(org_id)s AND (embed_model <> %(model)s OR embedding IS NULL) LI
 UPDATE learnings SET embedding = %(embedding)s, embed_model = %(embed_model)s,
     text_hash = %(text_hash)s, seq = %(seq)s
 WHERE org_id = %(org_id)s AND id = %(id)s
+
+-- name: get_plan
+SELECT plan FROM org_plans WHERE org_id = %(org_id)s
+
+-- name: put_plan
+INSERT INTO org_plans (org_id, plan, updated_at) VALUES (%(org_id)s, %(plan)s, %(updated_at)s)
+ON CONFLICT (org_id) DO UPDATE SET plan = excluded.plan, updated_at = excluded.updated_at
+
+-- name: delete_plan
+DELETE FROM org_plans WHERE org_id = %(org_id)s
+
+-- name: count_usage
+INSERT INTO usage_counters (org_id, period, meter, used)
+VALUES (%(org_id)s, %(period)s, %(meter)s, %(amount)s)
+ON CONFLICT (org_id, period, meter) DO UPDATE SET used = usage_counters.used + excluded.used
+WHERE %(limit)s::bigint IS NULL OR usage_counters.used + excluded.used <= %(limit)s::bigint
+RETURNING used
+
+-- name: usage_of_period
+SELECT meter, used FROM usage_counters WHERE org_id = %(org_id)s AND period = %(period)s
 
 -- name: bump_event_seq
 -- The org's next :n stream event numbers (the last one is returned). Under the org's row lock,

@@ -294,6 +294,13 @@ UPDATE jobs SET status = 'queued', last_error = :error, lease_owner = NULL, leas
     run_at = :retry_at, updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_owner = :worker
 
+-- name: finish_job_defer
+-- Requeued without spending the attempt its claim counted: the job did not fail, it waits
+-- (an org's learning paused by its quota).
+UPDATE jobs SET status = 'queued', last_error = :error, lease_owner = NULL, lease_expires_at = NULL,
+    run_at = :retry_at, attempts = attempts - 1, updated_at = :now
+WHERE id = :id AND status = 'running' AND lease_owner = :worker
+
 -- name: finish_job_dead
 UPDATE jobs SET status = 'dead', last_error = :error, lease_owner = NULL, lease_expires_at = NULL,
     finished_at = :now, updated_at = :now
@@ -375,6 +382,25 @@ WHERE org_id = :org_id AND (embed_model <> :model OR embedding IS NULL) LIMIT :l
 UPDATE learnings SET embedding = :embedding, embed_model = :embed_model, embed_dim = :embed_dim,
     text_hash = :text_hash, seq = :seq
 WHERE org_id = :org_id AND id = :id
+
+-- name: get_plan
+SELECT plan FROM org_plans WHERE org_id = :org_id
+
+-- name: put_plan
+INSERT INTO org_plans (org_id, plan, updated_at) VALUES (:org_id, :plan, :updated_at)
+ON CONFLICT (org_id) DO UPDATE SET plan = excluded.plan, updated_at = excluded.updated_at
+
+-- name: delete_plan
+DELETE FROM org_plans WHERE org_id = :org_id
+
+-- name: count_usage
+INSERT INTO usage_counters (org_id, period, meter, used) VALUES (:org_id, :period, :meter, :amount)
+ON CONFLICT (org_id, period, meter) DO UPDATE SET used = usage_counters.used + excluded.used
+WHERE :limit IS NULL OR usage_counters.used + excluded.used <= :limit
+RETURNING used
+
+-- name: usage_of_period
+SELECT meter, used FROM usage_counters WHERE org_id = :org_id AND period = :period
 
 -- name: bump_event_seq
 -- The org's next :n stream event numbers (the last one is returned). Under the org's row lock,

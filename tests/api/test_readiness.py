@@ -1,0 +1,96 @@
+"""Readiness tells the truth after a start: not ready until the first searches will be fast (defect 6).
+
+Before, ``/health/ready`` said ready at once while the first searches still loaded the model
+and built each org's index (4-9 s under load). Now the server warms up first, and readiness
+says ``pending`` until it is done.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from reflexio.api.server import build_server_app
+from reflexio.config import Settings
+from reflexio.embed import Embedder, Vectors
+from reflexio.models import AddUserProfileRequest, UserProfile
+from reflexio.service import profiles
+from reflexio.service.core import Core
+from reflexio.storage import open_storage
+from tests.api.support import profile
+
+
+class _ColdEmbedder:
+    """An embedder whose first query embedding waits, like a model loading on first use."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self.loaded = threading.Event()
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def embed(self, texts: Sequence[str], *, kind: Any = "document") -> Vectors:
+        if kind == "query":
+            assert self.loaded.wait(30)
+        return self._inner.embed(texts, kind=kind)
+
+
+def test_not_ready_until_warm(tmp_path: Path, embedder: Embedder) -> None:
+    cold = _ColdEmbedder(embedder)
+    settings = Settings(home=tmp_path, storage_url="memory://", workers=0)
+    core = Core(settings=settings, storage=open_storage("memory://", cold), embedder=cold)
+    request = AddUserProfileRequest(user_profiles=[UserProfile.model_validate(profile("p1", "likes tea"))])
+    profiles.add_user_profiles(core, settings.default_org_id, request)
+    app = build_server_app(core)
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # runs the lifespan: warm-up starts
+        pending = client.get("/health/ready")
+        assert client.get("/health/live").status_code == 200
+        cold.loaded.set()
+        assert app.state.warmup.wait(30)
+        ready = client.get("/health/ready")
+    assert pending.status_code == 503 and pending.json()["checks"]["warmup"]["status"] == "pending"
+    assert ready.status_code == 200 and ready.json()["checks"]["warmup"]["status"] == "passed"
+
+
+class _HangingStore:
+    """A store whose ping never answers in time (a database behind a dropped network)."""
+
+    def __init__(self, inner: Any, release: threading.Event) -> None:
+        self._inner, self._release = inner, release
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def ping(self) -> None:
+        self._release.wait(30)
+
+
+def test_readiness_answers_within_two_seconds_when_storage_hangs(tmp_path: Path, embedder: Embedder) -> None:
+    """Defect 5: readiness hung for as long as a PostgreSQL outage lasted."""
+    release = threading.Event()
+    store = _HangingStore(open_storage("memory://", embedder), release)
+    core = Core(settings=Settings(home=tmp_path, storage_url="memory://"), storage=store, embedder=embedder)
+    app = build_server_app(core)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            started = time.monotonic()
+            answer = client.get("/health/ready")
+            took = time.monotonic() - started
+            live = client.get("/health/live")
+            release.set()
+    finally:
+        release.set()
+    assert answer.status_code == 503 and took < 3.0, took
+    assert "did not answer within 2s" in answer.json()["checks"]["storage"]["reason"]
+    assert live.status_code == 200
