@@ -164,7 +164,7 @@ def drive(url: str, clients: int, processes: int, seconds: float, timeout: float
     return pooled
 
 
-def _learning_settled(url: str, deadline: float) -> bool:
+def learning_settled(url: str, deadline: float) -> bool:
     while time.monotonic() < deadline:
         busy = [
             httpx.get(f"{url}/api/jobs", params={"status": status, "limit": 1}, timeout=30).json()["jobs"]
@@ -221,7 +221,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
                 started = time.monotonic()
                 seen = drive(base, args.clients, args.processes, args.seconds, args.timeout)
                 elapsed = time.monotonic() - started
-                settled = _learning_settled(base, time.monotonic() + args.settle_seconds)
+                settled = learning_settled(base, time.monotonic() + args.settle_seconds)
                 settle_seconds = round(time.monotonic() - started - elapsed, 1)
             checks = audit(Settings.from_env(env), seen["acknowledged"])
     every = seen["publish"] + seen["search"]
@@ -248,11 +248,18 @@ def passed(result: dict[str, Any]) -> bool:
         result["errors"] == 0
         and result["timeouts"] == 0
         and result["learning_settled"]
-        and checks["stored_twice"] == 0
+        and nothing_lost(checks)
+        and checks["open_jobs"] == 0
+    )
+
+
+def nothing_lost(checks: dict[str, Any]) -> bool:
+    """What :func:`audit` found: every acknowledged publish stored once, whole, and no job dead."""
+    return bool(
+        checks["stored_twice"] == 0
         and checks["acknowledged_missing"] == 0
         and checks["requests_without_both_turns"] == 0
         and checks["dead_jobs"] == 0
-        and checks["open_jobs"] == 0
     )
 
 

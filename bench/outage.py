@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from bench.ingest import ROOT, machine, server_process
-from bench.load import _learning_settled, audit, next_request
+from bench.load import audit, learning_settled, next_request, nothing_lost
 from reflexio.config import Settings
 
 
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 _pg("start", data)
                 for thread in threads:
                     thread.join()
-                settled = _learning_settled(base, time.monotonic() + args.settle_seconds)
+                settled = learning_settled(base, time.monotonic() + args.settle_seconds)
             result = summarise(timeline, down, stopped, up)
             result["learning_settled"] = settled
             result["audit"] = audit(Settings.from_env(env), timeline.acknowledged)
@@ -206,10 +206,7 @@ def passed(result: dict[str, Any]) -> bool:
         and result["first_success_after_restart_s"] is not None
         and result["failures_after_recovery"] == 0
         and result["learning_settled"]
-        and checks["stored_twice"] == 0
-        and checks["acknowledged_missing"] == 0
-        and checks["requests_without_both_turns"] == 0
-        and checks["dead_jobs"] == 0
+        and nothing_lost(checks)
     )
 
 
