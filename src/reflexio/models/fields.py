@@ -78,6 +78,7 @@ __all__ = [
     "SafeHttpUrl",
     "SanitizedNonEmptyStr",
     "SessionOutcomeSource",
+    "StrictModel",
     "TimeWindow",
     "TopK",
     "WireModel",
@@ -331,15 +332,23 @@ class JsonTyped(WireModel):
         return value
 
 
-class RequestModel(JsonTyped):
+class StrictModel(JsonTyped):
+    """Exact JSON types and no unknown key: the base of request bodies and of config parts.
+
+    An unknown key is refused with an error that names it, so a typo in a setting or a
+    request field is an error, not a silent no-op.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestModel(StrictModel):
     """Base of request bodies: an unknown key is refused with a 422 that names it.
 
     A typo such as ``top_K`` would otherwise be dropped silently and the request would run
     with the default. (Publish is the exception: it accepts unknown keys and reports them,
     see :class:`CapturesUnknownFields`, because first-party plugins send extra bookkeeping.)
     """
-
-    model_config = ConfigDict(extra="forbid")
 
 
 def check_time_range(start: datetime | None, end: datetime | None) -> None:
@@ -389,7 +398,7 @@ def _reject_metadata_host(url: HttpUrl) -> HttpUrl:
     return url
 
 
-#: An http(s) URL of printable ASCII (what normalising leaves as long as it was, plus a slash).
+#: An http(s) URL of printable ASCII, the characters a URL needs without percent-encoding.
 URL_PATTERN: Final = r"^https?://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$"
 _URL = re.compile(URL_PATTERN)
 _MAX_URL: Final = 2_048
@@ -429,8 +438,8 @@ SafeHttpUrl = Annotated[
 ]
 """An http(s) URL the server will call (LLM endpoints), never a cloud metadata endpoint.
 
-Printable ASCII only and at most 2,048 characters, so that the URL stored after pydantic
-normalises it is no longer than its limit (2,083) and a stored config always loads back.
+Printable ASCII only and at most 2,048 characters, stored as sent (see
+:func:`_checked_url`), so a stored config always loads back.
 """
 
 

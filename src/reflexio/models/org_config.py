@@ -22,11 +22,18 @@ from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, model_va
 from reflexio.models.entities import StorageConfigTest
 from reflexio.models.fields import (
     MAX_EPOCH,
-    NON_BLANK_PATTERN,
-    JsonTyped,
     NonEmptyStr,
-    SafeHttpUrl,
     SanitizedNonEmptyStr,
+    StrictModel,
+)
+from reflexio.models.llm_providers import (
+    APIKeyConfig,
+    AzureOpenAIConfig,
+    CustomEndpointConfig,
+    DashScopeConfig,
+    LLMConfig,
+    OpenAIConfig,
+    ProviderKeyConfig,
 )
 from reflexio.models.secrets import mask_secrets, restore_masked_secrets
 
@@ -79,15 +86,6 @@ _MONTH: Final = 30 * 86_400
 _YEAR: Final = 365 * 86_400
 
 
-class _Strict(JsonTyped):
-    """Config parts reject unknown keys, so a typo in a nested setting is an error, not a no-op.
-
-    Values take their JSON type exactly (``"10"`` is not a window size), as the schema says.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-
 def _renamed(data: Any, renames: Mapping[str, str], retired: frozenset[str] = frozenset()) -> Any:
     """Copy ``data`` with old key names moved to new ones (the new name wins) and retired keys
     removed."""
@@ -123,7 +121,7 @@ def _nullable(*keys: str) -> Callable[[dict[str, Any]], None]:
 # ---------------------------------------------------------------------------------------------
 
 
-class _StorageConfig(_Strict):
+class _StorageConfig(StrictModel):
     # The union below is untagged: ``extra="forbid"`` on every member is what stops a broken
     # Supabase or Postgres config from quietly validating as SQLite.
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
@@ -180,118 +178,6 @@ def _storage_config_adapter() -> TypeAdapter[StorageConfig]:
 
 
 # ---------------------------------------------------------------------------------------------
-# LLM providers and models
-# ---------------------------------------------------------------------------------------------
-
-
-class ProviderKeyConfig(_Strict):
-    """A provider reached with an API key alone (Anthropic, Gemini, OpenRouter, ...)."""
-
-    api_key: NonEmptyStr
-
-
-class DashScopeConfig(ProviderKeyConfig):
-    """Alibaba DashScope: a key plus an optional regional endpoint."""
-
-    api_base: str | None = None
-
-
-class AzureOpenAIConfig(_Strict):
-    """An Azure OpenAI deployment."""
-
-    api_key: NonEmptyStr
-    endpoint: SafeHttpUrl
-    api_version: str = "2024-02-15-preview"
-    deployment_name: str | None = None
-
-
-class OpenAIConfig(_Strict):
-    """OpenAI directly or through Azure; at least one of the two must be given."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "anyOf": [
-                {
-                    "properties": {"api_key": {"type": "string", "pattern": NON_BLANK_PATTERN}},
-                    "required": ["api_key"],
-                },
-                {"properties": {"azure_config": {"type": "object"}}, "required": ["azure_config"]},
-            ]
-        },
-    )
-
-    api_key: str | None = None
-    azure_config: AzureOpenAIConfig | None = None
-
-    @model_validator(mode="after")
-    def _needs_some_credential(self) -> Self:
-        if self.api_key is not None and not self.api_key.strip():
-            self.api_key = None
-        if not self.api_key and not self.azure_config:
-            raise ValueError("At least one of 'api_key' or 'azure_config' must be provided")
-        return self
-
-
-class CustomEndpointConfig(_Strict):
-    """An OpenAI-compatible server; when set it serves completions (not embeddings)."""
-
-    model: NonEmptyStr
-    api_key: NonEmptyStr
-    api_base: SafeHttpUrl
-
-
-def _bare_key_schema(schema: dict[str, Any]) -> None:
-    """Add the bare-key form (a non-blank string) beside each provider's object form."""
-    bare_key = ProviderKeyConfig.model_json_schema()["properties"]["api_key"]
-    for name, field in schema.get("properties", {}).items():
-        if name != "custom_endpoint" and "anyOf" in field:
-            field["anyOf"].insert(1, {key: bare_key[key] for key in ("type", "pattern")})
-
-
-class APIKeyConfig(_Strict):
-    """Credentials per LLM provider; secrets here are masked on every read.
-
-    A provider may be given as its bare key (``openai="sk-..."``), as Reflexio 0.2.7 wrote it;
-    the schema says so (:func:`_bare_key_schema`), so clients and fuzzers know it is accepted.
-    """
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_bare_key_schema)
-
-    custom_endpoint: CustomEndpointConfig | None = None
-    openai: OpenAIConfig | None = None
-    anthropic: ProviderKeyConfig | None = None
-    openrouter: ProviderKeyConfig | None = None
-    gemini: ProviderKeyConfig | None = None
-    minimax: ProviderKeyConfig | None = None
-    deepseek: ProviderKeyConfig | None = None
-    dashscope: DashScopeConfig | None = None
-    zai: ProviderKeyConfig | None = None
-    moonshot: ProviderKeyConfig | None = None
-    xai: ProviderKeyConfig | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_keys(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        return {
-            name: {"api_key": value} if isinstance(value, str) and name != "custom_endpoint" else value
-            for name, value in data.items()
-        }
-
-
-class LLMConfig(_Strict):
-    """Model name per role; ``None`` means the server's default for that role."""
-
-    should_run_model_name: str | None = None  # the cheap "is there anything to learn?" gate
-    generation_model_name: str | None = None  # extraction, aggregation and evaluation
-    embedding_model_name: str | None = None
-    pre_retrieval_model_name: str | None = None  # query rewriting
-    generation_timeout_seconds: int | None = Field(default=None, gt=0, le=3_600)
-
-
-# ---------------------------------------------------------------------------------------------
 # Extractors and evaluation
 # ---------------------------------------------------------------------------------------------
 
@@ -327,14 +213,14 @@ DEFAULT_SUCCESS_PROMPT: Final = (
 )
 
 
-class ToolUseConfig(_Strict):
+class ToolUseConfig(StrictModel):
     """A tool the agent can call, described for extraction and evaluation prompts."""
 
     tool_name: NonEmptyStr
     tool_description: NonEmptyStr
 
 
-class ProfileExtractorConfig(_Strict):
+class ProfileExtractorConfig(StrictModel):
     """What counts as a profile fact, and when to extract (one extractor per org)."""
 
     extractor_name: NonEmptyStr | None = None  # accepted and ignored
@@ -354,7 +240,7 @@ class ProfileExtractorConfig(_Strict):
         return _renamed(_renamed(data, renames, _RETIRED_EXTRACTOR_KEYS), _OVERRIDE_RENAMES)
 
 
-class PlaybookAggregatorConfig(_Strict):
+class PlaybookAggregatorConfig(StrictModel):
     """How user playbooks are clustered into agent playbooks."""
 
     min_cluster_size: int = Field(default=2, ge=1, le=10_000)
@@ -385,7 +271,7 @@ class PlaybookAggregatorConfig(_Strict):
         )
 
 
-class DeduplicationConfig(_Strict):
+class DeduplicationConfig(StrictModel):
     """How candidates for merging a new playbook into an existing one are found."""
 
     search_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
@@ -394,7 +280,7 @@ class DeduplicationConfig(_Strict):
     strategy: Literal["legacy", "audited"] = "legacy"
 
 
-class UserPlaybookExtractorConfig(_Strict):
+class UserPlaybookExtractorConfig(StrictModel):
     """What counts as a behaviour rule, and how rules are aggregated (one per org)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_nullable("aggregation_config"))
@@ -430,7 +316,7 @@ class UserPlaybookExtractorConfig(_Strict):
 PlaybookConfig = UserPlaybookExtractorConfig
 
 
-class AgentSuccessConfig(_Strict):
+class AgentSuccessConfig(StrictModel):
     """What success means for the agent, and how many sessions get judged."""
 
     evaluation_name: NonEmptyStr | None = None  # accepted and ignored
@@ -454,7 +340,7 @@ class AgentSuccessConfig(_Strict):
 # ---------------------------------------------------------------------------------------------
 
 
-class RetrievalFloorConfig(_Strict):
+class RetrievalFloorConfig(StrictModel):
     """Drop search hits below a per-kind cross-encoder score (raw logits; None = default)."""
 
     enabled: bool = False
@@ -464,7 +350,7 @@ class RetrievalFloorConfig(_Strict):
     agent_playbook_floor: float | None = Field(default=None, ge=-1_000, le=1_000)
 
 
-class RetrievalExperimentConfig(_Strict):
+class RetrievalExperimentConfig(StrictModel):
     """The one active retrieval holdout experiment."""
 
     experiment_id: NonEmptyStr = Field(max_length=128)
@@ -484,7 +370,7 @@ class RetrievalExperimentRecord(RetrievalExperimentConfig):
         return self
 
 
-class PlaybookOptimizerConfig(_Strict):
+class PlaybookOptimizerConfig(StrictModel):
     """Optional prompt optimisation of playbooks against a real assistant (off by default).
 
     At most one assistant backend: ``webhook_url`` or ``assistant_script_path``.
@@ -540,7 +426,7 @@ class PlaybookOptimizerConfig(_Strict):
         return self
 
 
-class LineageGCConfig(_Strict):
+class LineageGCConfig(StrictModel):
     """Hard-delete tombstoned learnings once they are older than the grace window."""
 
     enabled: bool = True
@@ -548,13 +434,13 @@ class LineageGCConfig(_Strict):
     poll_interval_seconds: int = Field(default=86400, gt=0, le=_MONTH)
 
 
-class ExpiryReclamationConfig(_Strict):
+class ExpiryReclamationConfig(StrictModel):
     """Delete expired, non-audited rows directly (opt-in)."""
 
     enabled: bool = False
 
 
-class GovernanceRetentionConfig(_Strict):
+class GovernanceRetentionConfig(StrictModel):
     """How long audit events are kept (enforced by enterprise sweeps; our server takes only the defaults)."""
 
     audit_events_retention_enabled: bool = False
@@ -562,7 +448,7 @@ class GovernanceRetentionConfig(_Strict):
     audit_events_delete_batch_limit: int = Field(default=500, gt=0, le=100_000)
 
 
-class PendingToolCallToolOverrideConfig(_Strict):
+class PendingToolCallToolOverrideConfig(StrictModel):
     """Per-tool overrides of the pending tool call limits."""
 
     max_pending_followups_per_scope: int | None = Field(default=None, gt=0, le=1_000)
@@ -572,7 +458,7 @@ class PendingToolCallToolOverrideConfig(_Strict):
     similarity_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
-class PendingToolCallConfig(_Strict):
+class PendingToolCallConfig(StrictModel):
     """Questions extraction may ask a human without blocking (off by default)."""
 
     enabled: bool = False
@@ -589,7 +475,7 @@ class PendingToolCallConfig(_Strict):
     tool_overrides: dict[str, PendingToolCallToolOverrideConfig] = Field(default_factory=dict)
 
 
-class ReflectionPolicy(_Strict):
+class ReflectionPolicy(StrictModel):
     """When evaluation acts on a learning (our addition; every action is audited and reversible).
 
     Harm is *established* when a learning was served in at least ``min_negative_sessions``
@@ -682,7 +568,7 @@ def _upgrade_config_shape(data: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-class Config(_Strict):
+class Config(StrictModel):
     """Everything one organisation configures: extraction, evaluation, models, storage.
 
     ``storage_config`` defaults to ``None`` (the server's default store); Reflexio requires
