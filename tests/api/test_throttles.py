@@ -11,14 +11,7 @@ from reflexio.errors import RateLimitedError
 from reflexio.service import keys
 from reflexio.service.core import Core
 from tests.api.support import failed, make_client, ok
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 def test_a_bucket_allows_its_burst_then_refills_at_its_rate() -> None:

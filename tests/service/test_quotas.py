@@ -29,17 +29,10 @@ from reflexio.service.core import Core, open_core
 from reflexio.service.warmup import Warmup
 from tests.conftest import BACKENDS, storage_url
 from tests.service.test_workers import LAPTOP, converse, drain
+from tests.support.clock import Clock
 
 ORG = "o"
 RESET = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
-
-
-class Clock:
-    def __init__(self, at: float) -> None:
-        self.at = at
-
-    def __call__(self) -> float:
-        return self.at
 
 
 @pytest.fixture(params=BACKENDS)

@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from tests.support.clock import Clock
 
 from reflexio.errors import StorageError
 from reflexio.storage.breaker import Breaker
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_calls_behind_a_failed_probe_fail_at_once_until_the_interval_passes() -> None:
