@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from reflexio.filters import InteractionFilter, LearningFilter
 from reflexio.jobs import JobContext
 from reflexio.records import Approval, Audit, JobStatus, Learning, LearningKind, LearningStatus
+from reflexio.service import keys
 from reflexio.service import publish as pub
 from reflexio.service.core import Core
 from reflexio.service.impact import impacts
@@ -22,7 +23,7 @@ from reflexio.service.reflection import REVISE
 from reflexio.service.workers import handlers
 from reflexio.testing import rules_script
 from reflexio.web import with_dashboard
-from tests.api.support import agent_playbook, make_client, ok, publish_body, turn, user_playbook
+from tests.api.support import agent_playbook, failed, make_client, ok, publish_body, turn, user_playbook
 
 EXPRESS = "Apologise and offer a free express shipping upgrade on their next order."
 
@@ -126,7 +127,7 @@ REPLIES = [
 
 
 def test_a_learning_that_keeps_hurting_is_retired_with_its_evidence_and_can_be_restored(
-    client: TestClient, core: Core
+    app: Any, client: TestClient, core: Core
 ) -> None:
     playbook = _seed(client, core)
     for i, reply in enumerate(REPLIES[:2]):
@@ -157,17 +158,24 @@ def test_a_learning_that_keeps_hurting_is_retired_with_its_evidence_and_can_be_r
     assert [p["impact"]["hurt"] for p in listed["agent_playbooks"]] == [3]
     export = ok(client.get("/api/export_user_data", params={"user_id": "d0"}))
     assert [o["outcome"] for o in export["session_outcomes"]] == ["failure"]
-    reverted = ok(
-        client.post(
-            "/api/revert_reflection_action", json={"action_id": action["action_id"], "note": "policy is back"}
-        )
+    _, plain = keys.create_key(core, "self-host-org", "agent")
+    _, reviewer = keys.create_key(core, "self-host-org", "lead", reviewer=True)
+    agent, lead = make_client(app, key=plain), make_client(app, key=reviewer)
+    undo = {"action_id": action["action_id"], "note": "policy is back"}
+    refused = failed(agent.post("/api/revert_reflection_action", json=undo), 403)
+    assert refused["details"]["action"] == "reverting a reflection action"
+    assert (
+        core.storage.get_learnings("self-host-org", LearningFilter(ids=(playbook,)))[0].status
+        is LearningStatus.RETIRED
     )
+    reverted = ok(lead.post("/api/revert_reflection_action", json=undo))
     assert reverted["action"]["revert_note"] == "policy is back"
+    assert str(reverted["action"]["reverted_by"]).startswith("key:")  # the reviewer's key, not "local"
     assert (
         core.storage.get_learnings("self-host-org", LearningFilter(ids=(playbook,)))[0].status
         is LearningStatus.CURRENT
     )
-    again = client.post("/api/revert_reflection_action", json={"action_id": action["action_id"]})
+    again = lead.post("/api/revert_reflection_action", json={"action_id": action["action_id"]})
     assert again.status_code == 409
 
 
@@ -293,6 +301,14 @@ def test_with_a_model_a_retired_playbook_gets_a_revision_for_review(client: Test
         "self-host-org", LearningFilter(ids=(int(proposal["related_learning_id"]),))
     )
     assert (row.content, row.status, row.approval) == (revised, LearningStatus.SUSPENDED, Approval.PENDING)
+    decision = {"agent_playbook_id": row.id, "playbook_status": "approved"}
+    ok(client.put("/api/update_agent_playbook_status", json=decision))
+    rows = core.storage.get_learnings("self-host-org", LearningFilter(ids=(row.id, playbook)))
+    fixed, original = (next(r for r in rows if r.id == wanted) for wanted in (row.id, playbook))
+    assert (fixed.status, fixed.approval) == (LearningStatus.CURRENT, Approval.APPROVED)
+    assert (original.status, original.superseded_by) == (LearningStatus.SUPERSEDED, row.id)
+    suspended = ok(client.post("/api/get_agent_playbooks", json={"status_filter": ["suspended"]}))
+    assert suspended["agent_playbooks"] == []  # the hurting version no longer waits beside its fix
 
 
 def test_the_dashboard_shows_the_impact_the_api_computes(app: Any, client: TestClient, core: Core) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from reflexio.filters import LearningFilter
@@ -173,6 +175,12 @@ def test_reflection_actions_round_trip_and_revert_once(storage: Storage) -> None
     ) and reverted.reverted_at
     assert [a.id for a in storage.list_reflection_actions("o1", include_reverted=False)] == [second.id]
     assert storage.list_reflection_actions("o2") == []
+    assert storage.list_reflection_actions("o1", related_learning_ids=[5]) == []
+    (revision,) = storage.add_reflection_actions(
+        [replace(action("o1", 5, "propose_revision"), related_learning_id=9)]
+    )
+    assert [a.id for a in storage.list_reflection_actions("o1", related_learning_ids=[9])] == [revision.id]
+    assert storage.list_reflection_actions("o2", related_learning_ids=[9]) == []
 
 
 def test_clearing_a_user_removes_their_outcomes_and_the_actions_on_their_learnings(storage: Storage) -> None:

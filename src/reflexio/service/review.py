@@ -20,6 +20,7 @@ from typing import Any
 
 from reflexio.errors import NotFoundError, PermissionDeniedError
 from reflexio.filters import LearningFilter
+from reflexio.learn.reflect import Action as ReflectAction
 from reflexio.learn.review import Action, IllegalTransition, ReviewState, approval_of, state_of, step
 from reflexio.models import PlaybookStatus
 from reflexio.records import Approval, Audit, Learning, LearningEvent, LearningKind, LearningStatus
@@ -155,15 +156,28 @@ def _apply(
 
 
 def _archive_revised(tx: Storage, org_id: str, playbook_id: int, audit: Audit) -> None:
-    """An approved revision replaces the approved version it revises: that one is archived
-    (``superseded`` by the revision), its history kept, and leaves retrieval."""
+    """An approved revision replaces the version it revises: that one is archived
+    (``superseded`` by the revision), its history kept, and leaves retrieval.
+
+    A revision comes from Generalize (its proposal names the approved playbook it revises) or
+    from reflection (its ``propose_revision`` action names the hurting playbook, which is
+    retired or suspended by then: approving the fix settles that one too, so it does not wait
+    in the suspended queue beside its own replacement).
+    """
     proposals = tx.get_proposals(org_id, [playbook_id])
     revised = proposals[0].revises_id if proposals else None
-    if revised is None:
-        return
-    where = LearningFilter(
-        kinds=(AGENT,), ids=(revised,), statuses=(LearningStatus.CURRENT,), approvals=(Approval.APPROVED,)
-    )
+    if revised is not None:
+        statuses: tuple[LearningStatus, ...] = (LearningStatus.CURRENT,)
+        approvals: tuple[Approval, ...] | None = (Approval.APPROVED,)
+    else:
+        proposed = tx.list_reflection_actions(
+            org_id, related_learning_ids=[playbook_id], include_reverted=False, limit=1
+        )
+        if not proposed or proposed[0].action != ReflectAction.PROPOSE_REVISION.value:
+            return
+        revised = proposed[0].learning_id
+        statuses, approvals = (LearningStatus.CURRENT, LearningStatus.SUSPENDED, LearningStatus.RETIRED), None
+    where = LearningFilter(kinds=(AGENT,), ids=(revised,), statuses=statuses, approvals=approvals)
     why = Audit(actor=audit.actor, reason=f"replaced by its approved revision {playbook_id}")
     tx.update_learnings(
         org_id, where, {"status": LearningStatus.SUPERSEDED, "superseded_by": playbook_id}, why

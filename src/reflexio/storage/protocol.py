@@ -350,11 +350,13 @@ class Storage(JobQueue, Protocol):
         *,
         ids: Sequence[int] | None = None,
         learning_ids: Sequence[int] | None = None,
+        related_learning_ids: Sequence[int] | None = None,
         kind: str | None = None,
         include_reverted: bool = True,
         limit: int = 100,
     ) -> list[ReflectionActionRecord]:
-        """Actions, newest first."""
+        """Actions, newest first (``related_learning_ids``: those naming one of these as the
+        other learning, e.g. the revision a ``propose_revision`` action created)."""
         ...
 
     def revert_reflection_action(self, org_id: str, action_id: int, *, by: str, note: str | None) -> bool:

@@ -196,6 +196,7 @@ class ReflectTables:
         *,
         ids: Sequence[int] | None = None,
         learning_ids: Sequence[int] | None = None,
+        related_learning_ids: Sequence[int] | None = None,
         kind: str | None = None,
         include_reverted: bool = True,
         limit: int = 100,
@@ -203,6 +204,7 @@ class ReflectTables:
         w = Where(self.db.dialect)
         w.among("id", None if ids is None else list(ids))
         w.among("learning_id", None if learning_ids is None else list(learning_ids))
+        w.among("related_learning_id", None if related_learning_ids is None else list(related_learning_ids))
         w.equal("kind", kind)
         if not include_reverted:
             w.add("reverted_at IS NULL")

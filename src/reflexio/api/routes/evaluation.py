@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import Query
 
-from reflexio.api.auth import CallerDep, CoreDep
+from reflexio.api.auth import CallerDep, CoreDep, require_reviewer
 from reflexio.api.routes import api_router, documented
 from reflexio.models import (
     GetEvaluationOverviewRequest,
@@ -99,9 +99,14 @@ def get_reflection_actions(
     return reflection.list_actions(core, caller.org_id, body)
 
 
-@router.post("/revert_reflection_action", responses=documented(404, 409))
+@router.post("/revert_reflection_action", responses=documented(403, 404, 409))
 def revert_reflection_action(
     body: RevertReflectionActionRequest, core: CoreDep, caller: CallerDep
 ) -> RevertReflectionActionResponse:
-    """Undo a reflection action (409 when it was reverted or the learning moved since)."""
+    """Undo a reflection action (409 when it was reverted or the learning moved since).
+
+    Undoing one serves a retired or suspended learning again: a review decision, so it takes
+    a reviewer's key, as the dashboard's Restore does.
+    """
+    require_reviewer(caller, "reverting a reflection action")
     return reflection.revert(core, caller.org_id, body, actor=caller.actor)
