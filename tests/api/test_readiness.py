@@ -63,6 +63,41 @@ def test_not_ready_until_warm(tmp_path: Path, embedder: Embedder) -> None:
     assert ready.status_code == 200 and ready.json()["checks"]["warmup"]["status"] == "passed"
 
 
+class _SlowIndexStore:
+    """A store whose search indexes take long to load (PostgreSQL builds them from the rows)."""
+
+    def __init__(self, inner: Any, release: threading.Event) -> None:
+        self._inner, self._release = inner, release
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def warm_search(self) -> None:
+        assert self._release.wait(30)
+        self._inner.warm_search()
+
+
+def test_a_server_answers_liveness_while_its_indexes_load(tmp_path: Path, embedder: Embedder) -> None:
+    """Loading the indexes once ran before the server accepted a connection: a large
+    PostgreSQL org kept even ``/health/live`` silent for a minute."""
+    loaded = threading.Event()
+    settings = Settings(home=tmp_path, storage_url="memory://", workers=0)
+    core = Core(
+        settings=settings,
+        storage=_SlowIndexStore(open_storage("memory://", embedder), loaded),
+        embedder=embedder,
+    )
+    app = build_server_app(core)
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # the lifespan has run: serving
+        assert client.get("/health/live").status_code == 200
+        pending = client.get("/health/ready")
+        loaded.set()
+        assert app.state.warmup.wait(30)
+        ready = client.get("/health/ready")
+    assert pending.status_code == 503 and pending.json()["checks"]["warmup"]["status"] == "pending"
+    assert ready.status_code == 200
+
+
 class _HangingStore:
     """A store whose ping never answers in time (a database behind a dropped network)."""
 

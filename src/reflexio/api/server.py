@@ -97,7 +97,6 @@ async def _workers(
     """
     grace = core.settings.shutdown_grace_seconds
     pool, child = None, None
-    core.storage.warm_search()  # before the first request: a restart is not a cold start
     if core.settings.workers > 0 and worker_process:
         child = WorkerProcess(core.settings, grace_seconds=grace, ready_file=ready_file)
         child.start()  # the child announces itself once its workers run

@@ -41,13 +41,18 @@ class Warmup:
         return thread
 
     def run(self, core: Core) -> None:
-        """Embed a query and search each org with learnings once; never raises.
+        """Load the storage's search indexes, then embed a query and search each org once;
+        never raises.
 
+        This runs while the server already answers (``/health/live``; readiness says
+        "pending"): on PostgreSQL the indexes are built from the rows, which takes long enough
+        at scale for a liveness probe to give up on a server that accepted no connection.
         A failure does not keep the server out of rotation (it is reported, not required):
         the searches would still work, only slower.
         """
         started = time.monotonic()
         try:
+            core.storage.warm_search()  # SQLite: the snapshots; PostgreSQL: built from rows
             orgs = sorted({core.settings.default_org_id, *core.storage.list_orgs()})
             for org_id in orgs:
                 search.warm_up(core, org_id)
