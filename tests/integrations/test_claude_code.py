@@ -19,7 +19,7 @@ import pytest
 from reflexio.api.server import in_background
 from reflexio.config import ClaudeCodeSettings
 from reflexio.integrations.claude_code.install import HOOK_SCRIPT, MARKER, hook_command, install, uninstall
-from reflexio.integrations.claude_code.outbox import Outbox
+from reflexio.integrations.claude_code.outbox import Outbox, has_backlog
 from reflexio.service.core import open_core
 from tests.cli.conftest import free_port
 from tests.integrations.conftest import Live, live_settings
@@ -52,14 +52,18 @@ class Hooks:
         return subprocess.run(command, input=body, env=self.env(), capture_output=True, text=True, timeout=60)
 
     def outbox(self) -> Outbox:
-        return Outbox(Path(ClaudeCodeSettings.from_env(self.env()).folder) / "outbox.db")
+        return Outbox(self.outbox_path())
+
+    def outbox_path(self) -> Path:
+        return Path(ClaudeCodeSettings.from_env(self.env()).folder) / "outbox.db"
 
     def wait_until_sent(self, timeout: float = 60.0) -> None:
-        """The hooks send in a background process: wait until the outbox is empty."""
+        """The hooks send in a background process: wait until the outbox is empty, and says so
+        to the prompt hook (its backlog marker is gone)."""
         deadline = time.monotonic() + timeout
         outbox = self.outbox()
         try:
-            while outbox.has_pending():
+            while outbox.has_pending() or has_backlog(self.outbox_path()):
                 assert time.monotonic() < deadline, "the outbox was not sent"
                 time.sleep(0.1)
         finally:
@@ -206,6 +210,7 @@ def test_with_the_server_down_nothing_breaks_and_the_outbox_sends_later(tmp_path
         ]
     finally:
         outbox.close()
+    assert has_backlog(hooks.outbox_path())  # what tells the next prompt hook to send it
     assert "hook" in (hooks.home / "claude-code" / "hooks.log").read_text()
 
     core = open_core(live_settings(tmp_path / "server"))
@@ -253,19 +258,19 @@ def _replay(hooks: Hooks) -> dict[str, object]:
 def test_the_hooks_read_the_server_url_as_urllib_would(url: str, parts: tuple[str, str, int, str]) -> None:
     from urllib.parse import urlsplit
 
-    from reflexio.integrations.claude_code.hooks import _split_url
+    from reflexio.integrations.claude_code.wire import split_url
 
-    assert _split_url(url) == parts
+    assert split_url(url) == parts
     split = urlsplit(url)
     assert (split.scheme.lower(), split.hostname, split.port or parts[2], split.path) == parts
 
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8081", "ftp://host", "http://", "http://host:80a", "http://[::1"])
 def test_the_hooks_refuse_a_server_url_they_cannot_use(url: str) -> None:
-    from reflexio.integrations.claude_code.hooks import _split_url
+    from reflexio.integrations.claude_code.wire import split_url
 
     with pytest.raises(ValueError, match="REFLEXIO_URL"):
-        _split_url(url)
+        split_url(url)
 
 
 def test_the_prompt_hook_starts_without_the_heavy_modules() -> None:
@@ -283,4 +288,51 @@ def test_the_prompt_hook_starts_without_the_heavy_modules() -> None:
     assert "reflexio.integrations.claude_code.hooks" in loaded
     heavy = {"site", "runpy", "typing", "dataclasses", "inspect", "pathlib", "urllib.parse", "logging"}
     heavy |= {"reflexio.config", "reflexio.client", "pydantic", "httpx", "subprocess", "http.client"}
+    heavy |= {"json", "re", "enum", "socket", "selectors", "sqlite3", "_sqlite3", "datetime"}
     assert loaded & heavy == set()
+
+
+def test_a_prompt_that_injects_loads_no_json_socket_or_sqlite(live: Live, tmp_path: Path) -> None:
+    """The whole prompt hook, searching and remembering what it injected, on the C modules and
+    plain files only (``wire``, ``outbox``); the stop hook then finds the injection."""
+    user = "cc-lean-user"
+    with live.client() as api:
+        api.add_user_playbook(
+            [
+                {
+                    "user_id": user,
+                    "agent_version": "claude-code",
+                    "request_id": "lean-seed",
+                    "trigger": "a refund script fails",
+                    "content": "Check that the order number column exists before editing refund code",
+                }
+            ]
+        )
+    hooks = Hooks(home=tmp_path / "home", url=live.url, transcript=tmp_path / "session.jsonl")
+    env = hooks.env() | {"REFLEXIO_USER_ID": user}
+    root = str(Path(HOOK_SCRIPT).parents[3])
+    code = (
+        f"import sys; sys.path.append({root!r}); from reflexio.integrations.claude_code.hooks import main; "
+        "main(['prompt']); sys.stderr.write(' '.join(sorted(sys.modules)))"
+    )
+    body = (DATA / "user-prompt-submit.json").read_text().replace("TRANSCRIPT", str(hooks.transcript))
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        input=body,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Check that the order number column exists" in done.stdout
+    loaded = set(done.stderr.split())
+    assert "reflexio.integrations.claude_code.wire" in loaded
+    heavy = {"json", "re", "enum", "socket", "selectors", "sqlite3", "_sqlite3", "datetime", "logging"}
+    assert loaded & heavy == set()
+    outbox = Outbox(hooks.outbox_path())
+    try:
+        [injected] = outbox.injections("cc-session-1")
+    finally:
+        outbox.close()
+    assert injected.prompt == json.loads(body)["prompt"]
+    assert [r["kind"] for r in injected.learnings] == ["user_playbook"]

@@ -5,9 +5,9 @@ Claude Code runs ``python -I -S .../reflexio/integrations/claude_code/__main__.p
 
 * ``prompt`` (UserPromptSubmit): search with the prompt and print the block as
   ``hookSpecificOutput.additionalContext``; remember what was injected. This runs before every
-  prompt, so it uses the standard library only (``socket``, ``json``, ``sqlite3``) and starts in
-  milliseconds: the SDK and pydantic would cost more than the whole budget, and so would
-  ``typing``, ``dataclasses``, ``pathlib`` and ``urllib.parse`` (``bench/hooks``).
+  prompt, so it starts in milliseconds: it imports no ``json``, ``socket`` or ``sqlite3`` (see
+  ``wire`` and ``outbox``), and the SDK and pydantic would cost more than the whole budget, and
+  so would ``typing``, ``dataclasses``, ``pathlib`` and ``urllib.parse`` (``bench/hooks``).
 * ``stop`` (Stop) and ``session-end`` (SessionEnd): read the transcript since the last publish,
   queue one publish of those turns (tool calls with their status, and on each answer the
   learnings its prompt was given) in the outbox, and start a background ``flush``.
@@ -20,18 +20,17 @@ outbox's folder and the hook exits 0; the server is given ``timeout_seconds`` at
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 import time
 
 from reflexio.environment import ClaudeCodeSettings
-from reflexio.integrations.claude_code.outbox import Outbox
+from reflexio.integrations.claude_code.outbox import Outbox, has_backlog, remember_injection
+from reflexio.integrations.claude_code.wire import dumps, loads, post
 from reflexio.prompt_text import STANDING_TAG, PromptItem, pack, rule_line
 
-TYPE_CHECKING = False  # ``typing`` is not imported at run time (start-up time; see _split_url)
-if TYPE_CHECKING:  # the prompt hook never reads a transcript: it does not import the reader
+TYPE_CHECKING = False  # ``typing`` is not imported at run time (start-up time; see wire)
+if TYPE_CHECKING:  # the prompt hook never reads a transcript nor opens the SQLite outbox
     from typing import Any
 
     from reflexio.integrations.claude_code.outbox import Injection
@@ -72,9 +71,13 @@ EVENTS = ("prompt", "stop", "session-end", "flush")
 # -- prompt -------------------------------------------------------------------------------------
 
 
-def on_prompt(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Outbox) -> str:
-    """The UserPromptSubmit hook: the JSON to print (empty when there is nothing to inject)."""
-    if outbox.has_pending():
+def on_prompt(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox_path: str) -> str:
+    """The UserPromptSubmit hook: the JSON to print (empty when there is nothing to inject).
+
+    It reads and writes only the outbox's plain files (``outbox_path``'s backlog marker, the
+    session's injections): opening the SQLite file would cost it more than its search.
+    """
+    if has_backlog(outbox_path):
         spawn_flush()
     prompt = str(payload.get("prompt", ""))
     session_id = str(payload.get("session_id", ""))
@@ -85,11 +88,10 @@ def on_prompt(payload: dict[str, Any], settings: ClaudeCodeSettings, outbox: Out
     if not kept:
         return ""
     learnings = [{"kind": item.kind, "learning_id": item.learning_id} for item in kept]
-    outbox.remember_injection(session_id, prompt, learnings)
+    if session_id:  # the stop hook publishes by session: without one, nobody would read it
+        remember_injection(outbox_path, session_id, prompt, learnings)
     context = f"{INTRO}\n\n{text}"
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
-    )
+    return dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}})
 
 
 def _trivial(prompt: str) -> bool:
@@ -106,105 +108,10 @@ def _search(settings: ClaudeCodeSettings, prompt: str, session_id: str) -> dict[
     }
     if session_id:
         body["session_id"] = session_id
-    return _post(settings, "/api/search", body)
-
-
-def _post(settings: ClaudeCodeSettings, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """One JSON POST, within ``timeout_seconds`` overall.
-
-    Plain HTTP goes over a socket with a one-request HTTP/1.1 exchange (``Connection: close``):
-    ``http.client`` pulls in the ``email`` package, which alone costs more start-up time than
-    the search. HTTPS goes through ``http.client`` and ``ssl``, which cost that anyway.
-    """
-    scheme, host, port, base = _split_url(settings.url)
-    headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
-    if settings.api_key:
-        headers["Authorization"] = f"Bearer {settings.api_key}"
-    target = base.rstrip("/") + path
-    payload = json.dumps(body).encode()
-    send = _post_tls if scheme == "https" else _post_plain
-    status, data = send(host, port, target, payload, headers, settings.timeout_seconds)
-    if status != 200:
-        raise RuntimeError(f"POST {path} answered {status}: {data[:300]!r}")
-    answer: dict[str, Any] = json.loads(data)
-    return answer
-
-
-def _split_url(url: str) -> tuple[str, str, int, str]:
-    """``scheme://host[:port][/path]`` as (scheme, host, port, path).
-
-    Written out rather than ``urllib.parse.urlsplit``: that module (and ``ipaddress`` with it)
-    costs the prompt hook about as much start-up time as the server takes to search. It takes
-    what ``REFLEXIO_URL`` holds: http or https, a name, an IPv4 or a bracketed IPv6 address.
-
-    Raises:
-        ValueError: The URL is not http(s), has no host, or its port is not a number.
-    """
-    scheme, sep, rest = url.partition("://")
-    scheme = scheme.lower()
-    if not sep or scheme not in {"http", "https"}:
-        raise ValueError(f"REFLEXIO_URL must be an http:// or https:// URL, got {url!r}")
-    netloc, slash, path = rest.partition("/")
-    netloc = netloc.rpartition("@")[2]  # user:password@ is never sent by the hooks
-    if netloc.startswith("["):
-        host, bracket, tail = netloc[1:].partition("]")
-        if not bracket or (tail and not tail.startswith(":")):
-            raise ValueError(f"REFLEXIO_URL has an unclosed IPv6 address: {url!r}")
-        port = tail[1:]
-    else:
-        host, _, port = netloc.partition(":")
-    if not host:
-        raise ValueError(f"REFLEXIO_URL has no host: {url!r}")
-    if port and not port.isdigit():
-        raise ValueError(f"REFLEXIO_URL has a port that is not a number: {url!r}")
-    return scheme, host, int(port) if port else (443 if scheme == "https" else 80), slash + path
-
-
-def _post_plain(
-    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
-) -> tuple[int, bytes]:
-    deadline = time.monotonic() + timeout
-    lines = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(payload)}"]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(request)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-            sock.settimeout(max(0.01, deadline - time.monotonic()))
-    head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    fields = dict(line.split(":", 1) for line in header_lines if ":" in line)
-    if any(k.strip().lower() == "transfer-encoding" and "chunked" in v.lower() for k, v in fields.items()):
-        rest = _unchunk(rest)
-    return int(status_line.split()[1]), rest
-
-
-def _unchunk(data: bytes) -> bytes:
-    out = []
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out.append(data[:size])
-        data = data[size + 2 :]
-    return b"".join(out)
-
-
-def _post_tls(
-    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
-) -> tuple[int, bytes]:
-    import http.client
-
-    connection = http.client.HTTPSConnection(host, port, timeout=timeout)
-    try:
-        connection.request("POST", target, payload, headers)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
+    found: dict[str, Any] = post(
+        settings.url, "/api/search", body, api_key=settings.api_key, timeout=settings.timeout_seconds
+    )
+    return found
 
 
 def _items(found: dict[str, Any]) -> list[PromptItem]:
@@ -374,6 +281,7 @@ def flush(settings: ClaudeCodeSettings, outbox: Outbox) -> int:
                 else:
                     outbox.sent(item.id)
                     sent += 1
+        outbox.settle_backlog()  # if nothing is left, the prompt hook stops starting flushes
     finally:
         outbox.release_flusher_lease(holder)
     return sent
@@ -414,17 +322,18 @@ def main(argv: list[str]) -> int:
 def _run(event: str, settings: ClaudeCodeSettings) -> None:
     if event not in EVENTS:
         raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
-    outbox = Outbox(os.path.join(settings.folder, "outbox.db"))
+    outbox_path = os.path.join(settings.folder, "outbox.db")
+    payload = loads(sys.stdin.read() or "{}") if event != "flush" else {}
+    if event == "prompt":
+        out = on_prompt(payload, settings, outbox_path)
+        if out:
+            sys.stdout.write(out)
+        return
+    outbox = Outbox(outbox_path)  # the SQLite file (and sqlite3): never for a prompt
     try:
         if event == "flush":
             sent = flush(settings, outbox)
             _log("INFO", "flush: sent %s", sent)
-            return
-        payload = json.loads(sys.stdin.read() or "{}")
-        if event == "prompt":
-            out = on_prompt(payload, settings, outbox)
-            if out:
-                sys.stdout.write(out)
         elif on_stop(payload, settings, outbox, finished=event == "session-end"):
             spawn_flush()
     finally:

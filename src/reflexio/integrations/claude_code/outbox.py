@@ -1,33 +1,40 @@
-"""The hooks' local state: a small SQLite file that outlives the server being down.
+"""The hooks' local state: a small SQLite file that outlives the server being down, and two plain files.
 
-Three tables, all written in short transactions so concurrent hooks of several Claude Code
+The SQLite file is written in short transactions so concurrent hooks of several Claude Code
 sessions never corrupt each other (WAL, a busy timeout):
 
 * ``outbox``: publishes waiting to be sent, keyed by their ``request_id`` (the server stores a
   request id once, so sending one twice is harmless); a publish the server refuses for good
   (4xx) is kept with its error instead of being retried forever;
 * ``transcripts``: per session, how far the transcript has been read, so each publish carries
-  the turns since the previous one and none twice;
-* ``injections``: what the prompt hook injected (the ``retrieved_learnings``), until the stop
-  hook publishes it with the answer it went with.
+  the turns since the previous one and none twice.
 
-The prompt hook opens this on every prompt, so it imports ``json``, ``os``, ``sqlite3`` and
-``time`` only: no ``dataclasses``, ``contextlib``, ``pathlib`` or ``typing``, which would cost
-that hook more start-up time than its search (``bench/hooks``).
+The prompt hook runs before every prompt and must not load SQLite (the library costs it more
+start-up than its search: ``bench/hooks``), so what it reads and writes is plain files next to
+the SQLite file, and ``sqlite3`` is imported only by :class:`Outbox` (the stop hook, the flush):
+
+* ``<outbox>.pending`` exists while publishes wait: :func:`has_backlog` is the prompt hook's
+  cue to start a flush. It is made and removed inside the SQLite transactions that queue and
+  drain the outbox, so it never says "nothing waits" while something does;
+* ``injections/<session>.jsonl``: what the prompt hook injected (the ``retrieved_learnings``),
+  one appended line per prompt (:func:`remember_injection`), until the stop hook publishes it
+  with the answer it went with. A session's hooks run one at a time, so one file per session
+  has one writer at a time.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import time
+
+from reflexio.integrations.claude_code.wire import dumps, loads
 
 TYPE_CHECKING = False  # type checkers read this as True; ``typing`` is not imported at run time
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
 
-__all__ = ["Injection", "Outbox", "Pending"]
+__all__ = ["Injection", "Outbox", "Pending", "has_backlog", "remember_injection"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -44,14 +51,6 @@ CREATE TABLE IF NOT EXISTS transcripts (
     path       TEXT NOT NULL,
     offset     INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS injections (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id  TEXT NOT NULL,
-    prompt      TEXT NOT NULL,
-    learnings   TEXT NOT NULL,
-    created_at  REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS injections_session ON injections (session_id, id);
 CREATE TABLE IF NOT EXISTS flusher (
     id     INTEGER PRIMARY KEY CHECK (id = 1),
     holder TEXT NOT NULL,
@@ -73,7 +72,7 @@ class Pending:
 
 
 class Injection:
-    """What the prompt hook injected for one prompt of a session."""
+    """What the prompt hook injected for one prompt of a session (``id``: its line in the file)."""
 
     __slots__ = ("id", "learnings", "prompt")
 
@@ -99,11 +98,77 @@ class _Transaction:
         self._db.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
+def has_backlog(path: str | os.PathLike[str]) -> bool:
+    """Whether publishes wait in the outbox at ``path`` (one ``stat``: no SQLite)."""
+    return os.path.exists(_backlog_marker(path))
+
+
+def remember_injection(
+    path: str | os.PathLike[str], session_id: str, prompt: str, learnings: list[dict[str, str]]
+) -> None:
+    """Keep what was injected for a prompt until the stop hook publishes it (no SQLite)."""
+    # A newline before as well as after: a line torn by a crash cannot swallow the next one.
+    line = ("\n" + dumps({"prompt": prompt, "learnings": learnings}) + "\n").encode()
+    file = _injections_file(path, session_id)
+    try:
+        fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(file), mode=0o700, exist_ok=True)
+        fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)  # one write of one line: appends from other processes cannot interleave
+    finally:
+        os.close(fd)
+
+
+def _backlog_marker(path: str | os.PathLike[str]) -> str:
+    return os.fspath(path) + ".pending"
+
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def _injections_file(path: str | os.PathLike[str], session_id: str) -> str:
+    """``injections/<session>.jsonl`` beside the outbox; any session id makes one safe file name."""
+    name = "".join(
+        c if c in _SAFE else "".join(f"%{b:02x}" for b in c.encode("utf-8", "surrogatepass"))
+        for c in session_id
+    )
+    if not name or len(name) > 120:  # Claude Code's are UUIDs; anything else still gets a file
+        import binascii
+
+        name = f"{name[:100]}~{binascii.crc32(session_id.encode('utf-8', 'surrogatepass')):08x}"
+    return os.path.join(os.path.dirname(os.path.abspath(path)), "injections", name + ".jsonl")
+
+
+def _injection(number: int, line: bytes) -> Injection | None:
+    try:
+        entry = loads(line)
+        return Injection(id=number, prompt=str(entry["prompt"]), learnings=list(entry["learnings"]))
+    except (ValueError, KeyError, TypeError):  # a line torn by a crash mid-write
+        return None
+
+
+def _injection_lines(file: str) -> list[bytes]:
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return []
+    return [line for line in data.split(b"\n") if line.strip()]
+
+
 class Outbox:
-    """The hooks' SQLite file (created on first use, owner-only)."""
+    """The hooks' SQLite file (created on first use, owner-only).
+
+    ``sqlite3`` is imported here, when the file is opened: the prompt hook never opens it.
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> None:
+        import sqlite3
+
         os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        self._path = os.fspath(path)
         fresh = not os.path.exists(path)
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
         if fresh:
@@ -129,20 +194,25 @@ class Outbox:
         return int(row[0]) if row else 0
 
     # -- injections -------------------------------------------------------------------------
-    def remember_injection(self, session_id: str, prompt: str, learnings: list[dict[str, str]]) -> None:
-        """Keep what was injected for a prompt until the stop hook publishes it."""
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO injections (session_id, prompt, learnings, created_at) VALUES (?, ?, ?, ?)",
-                (session_id, prompt, json.dumps(learnings), time.time()),
-            )
-
     def injections(self, session_id: str) -> list[Injection]:
-        """The session's injections not yet published, oldest first."""
-        rows = self._db.execute(
-            "SELECT id, prompt, learnings FROM injections WHERE session_id = ? ORDER BY id", (session_id,)
-        ).fetchall()
-        return [Injection(id=r[0], prompt=r[1], learnings=json.loads(r[2])) for r in rows]
+        """The session's injections not yet published, oldest first (a torn line is skipped)."""
+        lines = _injection_lines(_injections_file(self._path, session_id))
+        return [i for i in (_injection(n, line) for n, line in enumerate(lines)) if i is not None]
+
+    def _drop_injections(self, session_id: str, consumed: list[int]) -> None:
+        """Take the consumed injections (and torn lines) out of the session's file."""
+        if not consumed:
+            return
+        file, gone = _injections_file(self._path, session_id), set(consumed)
+        lines = _injection_lines(file)
+        kept = [line for n, line in enumerate(lines) if n not in gone and _injection(n, line) is not None]
+        if not kept:
+            os.remove(file)
+            return
+        temporary = f"{file}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(b"".join(b"\n" + line for line in kept) + b"\n")
+        os.replace(temporary, file)
 
     # -- the outbox -------------------------------------------------------------------------
     def enqueue(
@@ -155,20 +225,23 @@ class Outbox:
     ) -> None:
         """Queue a publish and move the session's read position, in one transaction.
 
-        ``consumed`` are the injections the publish carries (they are dropped with it). A
-        publish whose request id is already queued is not queued twice.
+        ``consumed`` are the injections the publish carries: they leave their file inside the
+        transaction, so a failure there leaves the publish unqueued and the injections kept
+        (only a crash between the two could lose them). A publish whose request id is already
+        queued is not queued twice.
         """
         with self.transaction() as db:
             db.execute(
                 "INSERT OR IGNORE INTO outbox (request_id, payload, created_at) VALUES (?, ?, ?)",
-                (payload["request_id"], json.dumps(payload), time.time()),
+                (payload["request_id"], dumps(payload), time.time()),
             )
             db.execute(
                 "INSERT INTO transcripts (session_id, path, offset) VALUES (?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET path = excluded.path, offset = excluded.offset",
                 (session_id, path, offset),
             )
-            db.executemany("DELETE FROM injections WHERE id = ?", [(i,) for i in consumed])
+            os.close(os.open(_backlog_marker(self._path), os.O_WRONLY | os.O_CREAT, 0o600))  # see the module
+            self._drop_injections(session_id, consumed)
 
     def pending(self, limit: int = 50) -> list[Pending]:
         """Publishes still to send, oldest first (not the ones the server refused for good)."""
@@ -176,11 +249,24 @@ class Outbox:
             "SELECT id, request_id, payload, attempts FROM outbox WHERE dead = 0 ORDER BY id LIMIT ?",
             (limit,),
         ).fetchall()
-        return [Pending(id=r[0], request_id=r[1], payload=json.loads(r[2]), attempts=r[3]) for r in rows]
+        return [Pending(id=r[0], request_id=r[1], payload=loads(r[2]), attempts=r[3]) for r in rows]
 
     def has_pending(self) -> bool:
-        """Whether anything waits to be sent (one indexed read: the prompt hook asks every time)."""
+        """Whether anything waits to be sent (what :func:`has_backlog` tells without SQLite)."""
         return self._db.execute("SELECT 1 FROM outbox WHERE dead = 0 LIMIT 1").fetchone() is not None
+
+    def settle_backlog(self) -> bool:
+        """Remove the backlog marker if nothing waits any more; whether something still waits.
+
+        Under the write lock, so a publish queued meanwhile keeps (or remakes) the marker.
+        """
+        with self.transaction():
+            if self.has_pending():
+                return True
+            marker = _backlog_marker(self._path)
+            if os.path.exists(marker):  # only made and removed under this lock
+                os.remove(marker)
+            return False
 
     def sent(self, item_id: int) -> None:
         """The server has it: drop it."""
