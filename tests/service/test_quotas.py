@@ -172,3 +172,23 @@ def test_the_warm_up_search_counts_against_no_quota(core: Core) -> None:
     assert warmup.state == "passed"
     assert quotas.usage(core, ORG).usage["searches"].used == 0
     _search(core)  # the one search the plan allows is still the caller's
+
+
+def test_searches_read_the_plan_once_a_second_and_this_process_sees_its_change_at_once(
+    core: Core, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    read = core.storage.get_org_plan
+
+    def counted(org_id: str) -> dict[str, Any] | None:
+        reads.append(org_id)
+        return read(org_id)
+
+    monkeypatch.setattr(core.storage, "get_org_plan", counted)
+    for _ in range(3):
+        _search(core)
+    assert reads == [ORG]  # each search is charged against the plan: not one read each
+    _limits(core, searches=4)  # 3 used
+    _search(core)
+    with pytest.raises(QuotaExceededError):
+        _search(core)

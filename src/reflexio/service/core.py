@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reflexio.config import Settings
 from reflexio.embed import Embedder, open_embedder
@@ -54,6 +55,7 @@ class Core:
     clock: Callable[[], float] = time.time
     _vault: Vault | None = field(default=None, repr=False)
     _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
+    _plans: dict[str, tuple[float, dict[str, Any] | None]] = field(default_factory=dict, repr=False)
     _keys_seen_at: float = field(default=-math.inf, repr=False)
 
     def keys_exist(self) -> bool:
@@ -92,6 +94,24 @@ class Core:
         config = self._read_config(org_id)
         self._configs[org_id] = (time.monotonic(), config)
         return config
+
+    def org_plan(self, org_id: str, *, max_age: float = 0.0) -> dict[str, Any] | None:
+        """The plan document an operator assigned to the org (None: the server's default).
+
+        Args:
+            org_id: The org.
+            max_age: Accept a copy read up to this many seconds ago, as ``org_config`` does:
+                every search is charged against its plan, and reading the plan each time cost
+                a search a storage round trip. A read without ``max_age`` (after ``set_plan``)
+                refreshes the copy, so this process sees its own change at once.
+        """
+        if max_age > 0:
+            cached = self._plans.get(org_id)
+            if cached is not None and time.monotonic() - cached[0] <= max_age:
+                return cached[1]
+        stored = self.storage.get_org_plan(org_id)
+        self._plans[org_id] = (time.monotonic(), stored)
+        return stored
 
     def forget_config(self, org_id: str) -> None:
         """Drop the cached copy after this process changed the org's config."""

@@ -18,7 +18,7 @@ from typing import Final
 from reflexio.errors import QuotaExceededError, ValidationError
 from reflexio.jobs import JobDeferred
 from reflexio.models.plans import BUILTIN_PLANS, METERS, Meter, Plan, QuotaUsage, UsageResponse, month_window
-from reflexio.service.core import Core
+from reflexio.service.core import HOT_PATH_CONFIG_AGE, Core
 
 __all__ = [
     "PAUSE_RECHECK_SECONDS",
@@ -39,9 +39,10 @@ _LABELS: Final[dict[Meter, str]] = {
 }
 
 
-def plan_of(core: Core, org_id: str) -> Plan:
-    """The org's plan: its own if the operator assigned one, else the server's default."""
-    stored = core.storage.get_org_plan(org_id)
+def plan_of(core: Core, org_id: str, *, max_age: float = 0.0) -> Plan:
+    """The org's plan: its own if the operator assigned one, else the server's default (read
+    up to ``max_age`` seconds ago: ``Core.org_plan``)."""
+    stored = core.org_plan(org_id, max_age=max_age)
     if stored is None:
         return BUILTIN_PLANS[core.settings.default_plan]
     return Plan.model_validate(stored)
@@ -73,7 +74,7 @@ def charge(core: Core, org_id: str, meter: Meter, amount: int = 1) -> None:
     Raises:
         QuotaExceededError: The plan's quota for ``meter`` would be exceeded (nothing counted).
     """
-    limit = plan_of(core, org_id).limits.limit(meter)
+    limit = plan_of(core, org_id, max_age=HOT_PATH_CONFIG_AGE).limits.limit(meter)
     period, _, resets = _period(core)
     if core.storage.count_usage(org_id, period, meter, amount, limit=limit) is None:
         raise _exceeded(core, org_id, meter, limit or 0, resets)

@@ -20,7 +20,9 @@ Why it is built this way:
   30; once one call has found it down, the others fail at once while one at a time probes
   (``storage.breaker``), so a request that makes several calls does not wait for each. The
   pool keeps reconnecting in the background and checks each connection before lending it, so
-  service resumes on its own when the database is back; a reconnect attempt gives up after
+  service resumes on its own when the database is back (a connection used within
+  :data:`CHECK_IDLE_SECONDS` is lent without that check, which would cost every call a round
+  trip); a reconnect attempt gives up after
   :data:`RECONNECT_SECONDS` (the next call starts a fresh one), so its backoff never grows to
   leave a recovered database unused for long.
 * **Vector indexes only where they pay**: opening builds a kind's HNSW graph once it holds
@@ -31,6 +33,8 @@ Why it is built this way:
 from __future__ import annotations
 
 import threading
+import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from copy import copy
@@ -64,6 +68,11 @@ POOL_WAIT_SECONDS: Final = 2.0
 CONNECT_TIMEOUT_SECONDS: Final = 2
 #: How long one background reconnect keeps retrying (with backoff) before it gives up.
 RECONNECT_SECONDS: Final = 5.0
+#: A pooled connection idle this long is checked (an empty query) before it is lent; one used
+#: more recently is lent as is. Checking every loan cost each storage call a second round trip
+#: (a search makes several calls), and a connection that broke since its last use fails its
+#: next statement with the same ``StorageError`` an outage gives, tripping the breaker.
+CHECK_IDLE_SECONDS: Final = 1.0
 #: What a storage outage tells callers to wait before retrying (``Retry-After``).
 OUTAGE_RETRY_AFTER_SECONDS: Final = 2.0
 
@@ -76,8 +85,8 @@ def _vector(vector: Vector) -> Vector:
     return vector  # pgvector's dumper, registered on every connection, sends it
 
 
-#: Lists travel as arrays, vectors as pgvector values.
-POSTGRES: Final = Dialect("postgres", "%({})s", bind_list=_array, bind_vector=_vector)
+#: Lists travel as arrays, vectors as pgvector values; pooled connections are in autocommit.
+POSTGRES: Final = Dialect("postgres", "%({})s", bind_list=_array, bind_vector=_vector, lone_writes=True)
 _Q = queries("postgres")
 #: Planned with their values on every call: a generic plan cannot weigh a filter's selectivity.
 _PLAN_EACH_TIME: Final = frozenset({"search_interactions"})
@@ -183,6 +192,8 @@ class PostgresConnector:
         self._tx: _Tx | None = None
         self._breaker = Breaker(retry_after=OUTAGE_RETRY_AFTER_SECONDS)
         self._lent = _Lent()  # shared with the transaction views (``_bound``)
+        #: When each pooled connection was last returned (``_check``).
+        self._returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         with _driver_errors:
             schema = migrate(url, dim, hnsw_min_rows)
             self._vector_type, self._iterative_scan = schema.vector_type, schema.iterative_scan
@@ -194,7 +205,7 @@ class PostgresConnector:
                 max_size=pool_size,
                 kwargs={"autocommit": True, "row_factory": dict_row, **_connect_timeout(url)},
                 configure=self._configure,
-                check=ConnectionPool.check_connection,
+                check=self._check,
                 reconnect_timeout=RECONNECT_SECONDS,
                 open=False,
                 name="reflexio",
@@ -208,6 +219,13 @@ class PostgresConnector:
         conn.adapters.register_loader(self._vector_type.oid, VectorBinaryLoader)
         if self._iterative_scan:
             conn.execute(_Q["enable_iterative_scan"])
+
+    def _check(self, conn: Conn) -> None:
+        """Before a loan: check a connection idle for ``CHECK_IDLE_SECONDS`` or more (raises
+        when it is broken, and the pool replaces it)."""
+        returned = self._returned.get(conn)
+        if returned is None or time.monotonic() - returned >= CHECK_IDLE_SECONDS:
+            ConnectionPool.check_connection(conn)
 
     # -- connections and transactions -----------------------------------------------------------
     def _current(self) -> _Tx | None:
@@ -256,6 +274,7 @@ class PostgresConnector:
             raise
         finally:
             self._lent.add(-1)
+            self._returned[conn] = time.monotonic()
             self._pool.putconn(conn)
 
     @contextmanager

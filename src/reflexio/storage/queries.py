@@ -53,12 +53,16 @@ class Dialect:
         placeholder: A named parameter, with ``{}`` where the name goes (``:{}``, ``%({})s``).
         bind_list: A Python list as one parameter (JSON text for ``json_each``, or an array).
         bind_vector: A float32 vector as one parameter (a BLOB, or a pgvector value).
+        lone_writes: Whether a write statement run outside a transaction commits on its own,
+            atomically (PostgreSQL in autocommit). Else (SQLite) writes must run inside
+            ``Connector.transaction``, which is how they join the engine's write queue.
     """
 
     name: str
     placeholder: str
     bind_list: Callable[[Sequence[Any]], Any]
     bind_vector: Callable[[Vector], Any]
+    lone_writes: bool = False
 
     def param(self, key: str) -> str:
         """The placeholder of the parameter named ``key``."""

@@ -29,7 +29,7 @@ from reflexio.records import Approval, Learning, LearningKind, LearningStatus, n
 from reflexio.storage import index_file, rows
 from reflexio.storage.connector import Connector, Params
 from reflexio.storage.index import LearningIndex
-from reflexio.storage.index_rows import IndexRow
+from reflexio.storage.index_rows import Hit, IndexRow
 from reflexio.storage.protocol import iter_chunks
 
 __all__ = ["SearchIndexes", "TupleConnector"]
@@ -104,45 +104,83 @@ class SearchIndexes:
                 entry.seq = -1
 
     def candidates(self, org_id: str, query: CandidateQuery) -> list[Candidate]:
-        """Candidates for ``query`` from the org's index, with their rows."""
+        """Candidates for ``query`` from the org's index, with their rows.
+
+        One statement when nothing changed: the index is searched as it stands, then a single
+        statement reads the org's committed sequence and the rows of the hits not cached, from
+        one snapshot. If that sequence is the one the index is at, no write committed since
+        the index caught up and the answer is exact; otherwise (or before the first build) the
+        index catches up first and the search runs again. On PostgreSQL each statement is a
+        round trip, which on a busy machine costs more than the search itself.
+        """
+        entry = self._entry(org_id)
+        found = self._search_as_is(org_id, entry, query)
+        if found is not None:
+            return found
         entry, seq = self._fresh_entry(org_id)
         with entry.lock:  # a catch-up on another thread must not change the index mid-search
             per_filter = entry.index.search(query, int(now()))
         by_id = self._candidate_rows(org_id, entry, seq, {hit.id for hits in per_filter for hit in hits})
-        out = []
-        for i, hits in enumerate(per_filter):
-            for hit in hits:
-                row = by_id.get(hit.id)
-                if row is None:
-                    continue  # deleted since the index caught up
-                out.append(hit.candidate(row, i))
-        return out
+        return _assemble(per_filter, by_id)
+
+    def _search_as_is(self, org_id: str, entry: _OrgIndex, query: CandidateQuery) -> list[Candidate] | None:
+        """The search on the index as it stands, or None when a write committed since it
+        caught up (or it was never built)."""
+        with entry.lock:
+            seq = entry.seq
+            if seq < 0:
+                return None
+            per_filter = entry.index.search(query, int(now()))
+            cached = self._cached_rows(entry, {hit.id for hits in per_filter for hit in hits})
+        missing = sorted({hit.id for hits in per_filter for hit in hits} - cached.keys())
+        params = {"org_id": org_id, "ids": self._db.dialect.bind_list(missing)}
+        found = self._db.all("seq_and_learnings", params, columns=rows.LEARNING_COLUMNS)
+        if int(found[0]["state_seq"] or 0) != seq:
+            return None
+        fetched = [rows.learning_from(r) for r in found if r["id"] is not None]
+        self._cache_rows(entry, seq, fetched)
+        return _assemble(per_filter, {**cached, **{r.id: r for r in fetched}})
 
     def _candidate_rows(self, org_id: str, entry: _OrgIndex, seq: int, ids: set[int]) -> dict[int, Learning]:
-        """Rows by id, from the org's row cache where possible.
+        """Rows by id, from the org's row cache where possible."""
+        with entry.lock:
+            cached = self._cached_rows(entry, ids)
+        fetched = rows.learnings_by_ids(self._db, org_id, sorted(ids - cached.keys()))
+        self._cache_rows(entry, seq, fetched)
+        return {r.id: r for r in (*cached.values(), *fetched)}
+
+    @staticmethod
+    def _cached_rows(entry: _OrgIndex, ids: set[int]) -> dict[int, Learning]:
+        """The rows of ``ids`` in the org's row cache (the caller holds ``entry.lock``).
 
         The rows are shared with the cache, not copied (a copy costs a third of a fetch): like
         every ``Learning``, they are values, changed only through ``copy()``.
         """
+        cached = {i: entry.rows[i] for i in ids if i in entry.rows}
+        for i in cached:
+            entry.rows.move_to_end(i)
+        return cached
+
+    @staticmethod
+    def _cache_rows(entry: _OrgIndex, seq: int, fetched: list[Learning]) -> None:
+        """Keep rows read at ``seq`` unless the index caught up meanwhile (they may be stale)."""
         with entry.lock:
-            cached = {i: entry.rows[i] for i in ids if i in entry.rows}
-            for i in cached:
-                entry.rows.move_to_end(i)
-        fetched = rows.learnings_by_ids(self._db, org_id, sorted(ids - cached.keys()))
-        with entry.lock:
-            if entry.seq == seq:  # nothing caught up meanwhile, so these rows are not stale
+            if entry.seq == seq:
                 for row in fetched:
                     entry.rows[row.id] = row
                 while len(entry.rows) > _ROW_CACHE:
                     entry.rows.popitem(last=False)
-        return {r.id: r for r in (*cached.values(), *fetched)}
 
-    def _fresh_entry(self, org_id: str) -> tuple[_OrgIndex, int]:
-        """The org's index entry, caught up with the change log, and the sequence it is at."""
+    def _entry(self, org_id: str) -> _OrgIndex:
         with self._lock:
             entry = self._indexes.get(org_id)
             if entry is None:  # not setdefault: building an empty index costs ~70 us
                 entry = self._indexes[org_id] = _OrgIndex()
+            return entry
+
+    def _fresh_entry(self, org_id: str) -> tuple[_OrgIndex, int]:
+        """The org's index entry, caught up with the change log, and the sequence it is at."""
+        entry = self._entry(org_id)
         with entry.lock:
             state = self._db.tuples("get_seq", {"org_id": org_id})  # on every search: no dict
             seq, pruned = (int(state[0][0]), int(state[0][1])) if state else (0, 0)
@@ -215,6 +253,18 @@ class SearchIndexes:
             params = {"org_id": org_id, "ids": self._db.dialect.bind_list(chunk)}
             found = {r[0]: r for r in self._db.tuples("index_rows", params)}
             yield from (_index_row(org_id, found[i]) for i in chunk if i in found)
+
+
+def _assemble(per_filter: list[list[Hit]], by_id: dict[int, Learning]) -> list[Candidate]:
+    """Each filter's hits with their rows, in filter order."""
+    out = []
+    for i, hits in enumerate(per_filter):
+        for hit in hits:
+            row = by_id.get(hit.id)
+            if row is None:
+                continue  # deleted since the index caught up
+            out.append(hit.candidate(row, i))
+    return out
 
 
 _KIND_OF = {k.value: k for k in LearningKind}

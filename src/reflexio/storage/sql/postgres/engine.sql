@@ -135,6 +135,15 @@ CASE WHEN l.embed_model = %(model)s AND l.embed_dim = {dim}
 -- bump_seq takes makes sequence order commit order).
 SELECT learning_seq, pruned_seq FROM org_state WHERE org_id = %(org_id)s
 
+-- name: seq_and_learnings
+-- A search's one statement when its org's index is current: the org's committed learning_seq
+-- (NULL before its first write) beside the rows of the hits not cached, from one snapshot;
+-- one row with NULL columns when no row is asked for.
+SELECT st.learning_seq AS state_seq, l.*
+FROM (SELECT 1 AS one) AS one
+LEFT JOIN org_state AS st ON st.org_id = %(org_id)s
+LEFT JOIN (SELECT {columns} FROM learnings WHERE org_id = %(org_id)s AND id = ANY(%(ids)s::bigint[])) AS l ON TRUE
+
 -- name: changed_since
 SELECT DISTINCT learning_id FROM learning_changes WHERE org_id = %(org_id)s AND seq > %(seq)s
 

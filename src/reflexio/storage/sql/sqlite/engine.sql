@@ -74,6 +74,15 @@ WHERE name = 'interactions'
 -- The in-process search index: an org's index is current when it has seen learning_seq.
 SELECT learning_seq, pruned_seq FROM org_state WHERE org_id = :org_id
 
+-- name: seq_and_learnings
+-- A search's one statement when its org's index is current: the org's committed learning_seq
+-- (NULL before its first write) beside the rows of the hits not cached, from one snapshot;
+-- one row with NULL columns when no row is asked for.
+SELECT st.learning_seq AS state_seq, l.*
+FROM (SELECT 1 AS one) AS one
+LEFT JOIN org_state AS st ON st.org_id = :org_id
+LEFT JOIN (SELECT {columns} FROM learnings WHERE +org_id = :org_id AND id IN (SELECT value FROM json_each(:ids))) AS l ON 1
+
 -- name: changed_since
 SELECT DISTINCT learning_id FROM learning_changes WHERE org_id = :org_id AND seq > :seq
 
