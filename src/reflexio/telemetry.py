@@ -36,6 +36,7 @@ __all__ = [
     "carrier",
     "configure",
     "continued",
+    "current",
     "observe",
     "prometheus_text",
     "span",
@@ -179,6 +180,15 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
+
+
+def current() -> trace.Span:
+    """The current span, to add attributes to (a non-recording one when nothing is traced).
+
+    Callers check ``is_recording()`` before building attributes, so an untraced request
+    builds none.
+    """
+    return trace.get_current_span()
 
 
 def tracing() -> bool:

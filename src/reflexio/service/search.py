@@ -120,11 +120,11 @@ def rank(core: Core, org_id: str, plan: Plan) -> Ranked:
         weights=plan.weights,
         pool=plan.top_k * POOL_FACTOR + len(plan.exclude),  # the excluded may all rank first
     )
-    with telemetry.span("reflexio.search.candidates", **{"reflexio.search.mode": mode.value}) as arms:
-        candidates = core.storage.search_candidates(org_id, query)
-        if telemetry.tracing():  # what each arm (full text, vector) brought
-            arms.set_attributes(_arm_counts(candidates))
+    candidates = core.storage.search_candidates(org_id, query)
     timings["candidates_ms"] = (time.perf_counter() - started) * 1000
+    span = telemetry.current()
+    if span.is_recording():
+        span.set_attributes(_arms(core, mode, degraded, candidates, timings))
     started = time.perf_counter()
     per_filter: list[list[Candidate]] = [[] for _ in plan.filters]
     # beside the approved version it revises, a pending revision is not served (asking for
@@ -158,23 +158,39 @@ def _query_vector(
         return None, plan.mode, False
     started = time.perf_counter()
     try:
-        with telemetry.span("reflexio.search.embed", **{"reflexio.embedder": core.embedder.name}):
-            vector = core.embedder.embed([plan.text], kind="query")[0]
+        vector = core.embedder.embed([plan.text], kind="query")[0]
     except ReflexioError as exc:  # a hosted embedder is down: full text still answers
         log.warning("query embedding failed, searching full text only: %s", exc)
+        telemetry.current().record_exception(exc)
         return None, SearchMode.FTS, True
     finally:
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
     return vector, plan.mode, False
 
 
-def _arm_counts(candidates: Sequence[Candidate]) -> dict[str, int]:
-    """How many candidates each retrieval arm found (a candidate may come from both)."""
-    return {
+def _arms(
+    core: Core, mode: SearchMode, degraded: bool, candidates: Sequence[Candidate], timings: dict[str, float]
+) -> dict[str, str | int | float | bool]:
+    """What each retrieval arm did, as attributes of the search's span.
+
+    Attributes of one span rather than a span per arm (embedding, candidates): on a server
+    that exports traces, every span costs its creation on the request path and its protobuf
+    encoding on the exporting thread, and per-arm spans made up half of a search's spans
+    (bench/results/otel.json). The arms' timings keep what their spans' durations told.
+    """
+    arms: dict[str, str | int | float | bool] = {
+        "reflexio.search.mode": mode.value,
+        "reflexio.search.degraded": degraded,
+        "reflexio.search.candidates_ms": round(timings["candidates_ms"], 3),
+        # a candidate may come from both arms
         "reflexio.search.fts_hits": sum(1 for c in candidates if c.fts_rank is not None),
         "reflexio.search.vector_hits": sum(1 for c in candidates if c.vector_rank is not None),
         "reflexio.search.candidates": len(candidates),
     }
+    if "embed_ms" in timings:  # the query was embedded (or that was tried)
+        arms["reflexio.embedder"] = core.embedder.name
+        arms["reflexio.search.embed_ms"] = round(timings["embed_ms"], 3)
+    return arms
 
 
 def _score(candidate: Candidate, plan: Plan) -> float:
@@ -439,7 +455,8 @@ def _run_single(
     plan = Plan(
         text=text, filters=(f,), top_k=top_k, threshold=_threshold(core, org_id, threshold), mode=mode
     )
-    return rank(core, org_id, plan).hits[0]
+    with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": top_k}):
+        return rank(core, org_id, plan).hits[0]
 
 
 #: Why a profile search without ``user_id`` finds nothing: one user's facts are never served to another.
