@@ -100,5 +100,5 @@ class Connector(Protocol):
 
     def warm_search(self) -> None:
         """Prepare whatever search needs in this process, so the first search costs what the
-        hundredth does (a server calls it before it takes requests)."""
+        hundredth does (a server calls it before it says ready)."""
         ...

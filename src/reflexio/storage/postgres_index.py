@@ -18,7 +18,7 @@ count times ``BYTES_PER_ROW`` plus its vectors. An org is admitted while the est
 budget; one that does not is searched in SQL (``storage.postgres_search``: correct, filtered
 before ranking, only slower), which is logged once. Admitted orgs are re-counted every
 ``RECOUNT_SECONDS``, and one that grew past the budget is dropped back to SQL. Cold behaviour:
-a server builds every admitted org's index before it takes requests (``warm``); an org first
+a server builds every admitted org's index before it says ready (``warm``); an org first
 searched later (say, one created through another process) builds its index on that search,
 which costs what loading its rows costs, as on SQLite.
 

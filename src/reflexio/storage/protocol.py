@@ -226,7 +226,7 @@ class Storage(JobQueue, Protocol):
 
     def warm_search(self) -> None:
         """Make the first search as fast as later ones (an in-process index loads now): what a
-        server calls before it takes requests."""
+        server calls before it says ready."""
         ...
 
     def list_events(

@@ -80,7 +80,7 @@ class SearchIndexes:
 
     def warm(self) -> None:
         """Bring every org's index up to date now (from its snapshot where there is a good
-        one), so that no search waits for it: what a server does before it takes requests."""
+        one), so that no search waits for it: what a server does before it says ready."""
         for (org_id,) in self._db.tuples("indexed_orgs", {}):
             self._fresh_entry(str(org_id))
 
