@@ -16,8 +16,12 @@ and, interleaved with them, where the prompt hook's time goes:
 
 * ``python``: ``python -I -S -c pass``, the interpreter starting as the hooks start it;
 * ``imports``: that interpreter importing the hook's module and everything it needs;
-* ``search``: the server answering the hook's own search request (the same body, sent from
-  this process over a kept-alive connection: the server's share of the prompt hook);
+* ``search``: the server answering a search like the hook's (the same fields, a prompt of its
+  own, sent from this process over a kept-alive connection: the server's share of the prompt
+  hook, its query embedding included);
+
+Every prompt differs (the server caches query vectors; a repeated prompt would time a cache
+hit, which a user's next prompt never is).
 * with ``--baseline SRC`` (a ``src`` folder of an earlier commit, e.g. from ``git archive``):
   ``prompt-baseline``, that commit's prompt hook run as it was installed then
   (``python -I -m reflexio.integrations.claude_code prompt``), for a before/after in one run.
@@ -171,6 +175,20 @@ def wait_for_send(home: str, timeout: float = 60.0) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def _prompt_text(i: int) -> str:
+    """A different prompt for every hook run: the server caches query vectors, and a user
+    does not send the same prompt twice, so a repeated one would time a cache hit instead of
+    the query's embedding."""
+    return f"The {TOPICS[i % len(TOPICS)]} script fails on order {1000 + i}, can you fix it?"
+
+
+def _prompt_event(recorded: str, session_id: str, i: int) -> str:
+    """The recorded UserPromptSubmit payload with its own session and prompt."""
+    event = json.loads(recorded)
+    event |= {"session_id": session_id, "prompt": _prompt_text(i)}
+    return json.dumps(event)
+
+
 def baseline_command(src: Path) -> list[str]:
     """An earlier commit's prompt hook from its ``src`` folder, as ``python -I -m`` ran it then."""
     code = (
@@ -194,7 +212,6 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
     package_root = str(Path(HOOK_SCRIPT).parents[3])
     imports = f"import sys; sys.path.append({package_root!r}); import reflexio.integrations.claude_code.hooks"
     body = {
-        "query": json.loads(prompt)["prompt"],
         "user_id": USER,
         "agent_version": "claude-code",
         "top_k": 5,
@@ -207,7 +224,7 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
         with transcript.open("a") as handle:  # one more turn per round, as a session grows
             handle.write(turn)
         rounds = {  # a new session per prompt, so session dedup never empties the block
-            "prompt": (shlex.split(hook_command("prompt")), prompt.replace("cc-session-1", f"bench-{i}")),
+            "prompt": (shlex.split(hook_command("prompt")), _prompt_event(prompt, f"bench-{i}", i)),
             "stop": (shlex.split(hook_command("stop")), stop),
             "python": ([sys.executable, "-I", "-S", "-c", "pass"], ""),
             "imports": ([sys.executable, "-I", "-S", "-c", imports], ""),
@@ -215,14 +232,15 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
         if baseline is not None:
             rounds["prompt-baseline"] = (
                 baseline_command(baseline),
-                prompt.replace("cc-session-1", f"base-{i}"),
+                _prompt_event(prompt, f"base-{i}", i + runs + 5),
             )
         measured = {}
         for name, (command, stdin) in rounds.items():
             measured[name] = run(command, stdin, env)
             if name == "stop":  # a turn ended: its send runs before the user's next prompt
                 waited = wait_for_send(env["REFLEXIO_HOME"])
-        measured["search"] = search(server, {**body, "session_id": f"bench-search-{i}"})
+        query = {"query": _prompt_text(i + 2 * (runs + 5)), "session_id": f"bench-search-{i}"}
+        measured["search"] = search(server, body | query)
         if i >= 5:  # warm-up rounds are not counted
             send_waits.append(waited)
             for name, (wall, used) in measured.items():
