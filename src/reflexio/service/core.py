@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from reflexio.config import Settings
 from reflexio.embed import Embedder, open_embedder
@@ -32,6 +32,30 @@ log = logging.getLogger(__name__)
 KEYS_SEEN_SECONDS = 5.0
 #: Seconds-old org config that publish and search accept instead of reading storage per call.
 HOT_PATH_CONFIG_AGE = 1.0
+
+
+_T = TypeVar("_T")
+
+
+class _Recent(Generic[_T]):
+    """Per-org copies of a stored value, each with when it was read: what the ``max_age``
+    reads of ``Core`` (config, plan) serve from."""
+
+    def __init__(self) -> None:
+        self._copies: dict[str, tuple[float, _T]] = {}
+
+    def get(self, org_id: str, max_age: float, read: Callable[[], _T]) -> _T:
+        """The copy read up to ``max_age`` seconds ago, else a fresh ``read()`` (kept)."""
+        if max_age > 0:
+            cached = self._copies.get(org_id)
+            if cached is not None and time.monotonic() - cached[0] <= max_age:
+                return cached[1]
+        value = read()
+        self._copies[org_id] = (time.monotonic(), value)
+        return value
+
+    def forget(self, org_id: str) -> None:
+        self._copies.pop(org_id, None)
 
 
 @dataclass
@@ -54,8 +78,10 @@ class Core:
     llm: LLM | None = None
     clock: Callable[[], float] = time.time
     _vault: Vault | None = field(default=None, repr=False)
-    _configs: dict[str, tuple[float, Config]] = field(default_factory=dict, repr=False)
-    _plans: dict[str, tuple[float, dict[str, Any] | None]] = field(default_factory=dict, repr=False)
+    _configs: _Recent[Config] = field(default_factory=lambda: _Recent[Config](), repr=False)
+    _plans: _Recent[dict[str, Any] | None] = field(
+        default_factory=lambda: _Recent[dict[str, Any] | None](), repr=False
+    )
     _keys_seen_at: float = field(default=-math.inf, repr=False)
 
     def keys_exist(self) -> bool:
@@ -87,13 +113,7 @@ class Core:
                 and publish read the config on every call; `HOT_PATH_CONFIG_AGE` of staleness
                 there is harmless, and a change made through this process is seen at once).
         """
-        if max_age > 0:
-            cached = self._configs.get(org_id)
-            if cached is not None and time.monotonic() - cached[0] <= max_age:
-                return cached[1]
-        config = self._read_config(org_id)
-        self._configs[org_id] = (time.monotonic(), config)
-        return config
+        return self._configs.get(org_id, max_age, lambda: self._read_config(org_id))
 
     def org_plan(self, org_id: str, *, max_age: float = 0.0) -> dict[str, Any] | None:
         """The plan document an operator assigned to the org (None: the server's default).
@@ -105,17 +125,11 @@ class Core:
                 a search a storage round trip. A read without ``max_age`` (after ``set_plan``)
                 refreshes the copy, so this process sees its own change at once.
         """
-        if max_age > 0:
-            cached = self._plans.get(org_id)
-            if cached is not None and time.monotonic() - cached[0] <= max_age:
-                return cached[1]
-        stored = self.storage.get_org_plan(org_id)
-        self._plans[org_id] = (time.monotonic(), stored)
-        return stored
+        return self._plans.get(org_id, max_age, lambda: self.storage.get_org_plan(org_id))
 
     def forget_config(self, org_id: str) -> None:
         """Drop the cached copy after this process changed the org's config."""
-        self._configs.pop(org_id, None)
+        self._configs.forget(org_id)
 
     @property
     def vault(self) -> Vault:
