@@ -63,18 +63,24 @@ def test_not_ready_until_warm(tmp_path: Path, embedder: Embedder) -> None:
     assert ready.status_code == 200 and ready.json()["checks"]["warmup"]["status"] == "passed"
 
 
-class _SlowIndexStore:
-    """A store whose search indexes take long to load (PostgreSQL builds them from the rows)."""
+class _HeldStore:
+    """A store whose ``held`` method first waits for ``release``: a database that is slow at
+    one thing (PostgreSQL building the search indexes from the rows) or does not answer it
+    (a ping behind a dropped network)."""
 
-    def __init__(self, inner: Any, release: threading.Event) -> None:
-        self._inner, self._release = inner, release
+    def __init__(self, inner: Any, release: threading.Event, held: str) -> None:
+        self._inner, self._release, self._held = inner, release, held
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        method = getattr(self._inner, name)
+        if name != self._held:
+            return method
 
-    def warm_search(self) -> None:
-        assert self._release.wait(30)
-        self._inner.warm_search()
+        def after_release(*args: Any, **kwargs: Any) -> Any:
+            self._release.wait(30)
+            return method(*args, **kwargs)
+
+        return after_release
 
 
 def test_a_server_answers_liveness_while_its_indexes_load(tmp_path: Path, embedder: Embedder) -> None:
@@ -84,7 +90,7 @@ def test_a_server_answers_liveness_while_its_indexes_load(tmp_path: Path, embedd
     settings = Settings(home=tmp_path, storage_url="memory://", workers=0)
     core = Core(
         settings=settings,
-        storage=_SlowIndexStore(open_storage("memory://", embedder), loaded),
+        storage=_HeldStore(open_storage("memory://", embedder), loaded, "warm_search"),
         embedder=embedder,
     )
     app = build_server_app(core)
@@ -98,23 +104,10 @@ def test_a_server_answers_liveness_while_its_indexes_load(tmp_path: Path, embedd
     assert ready.status_code == 200
 
 
-class _HangingStore:
-    """A store whose ping never answers in time (a database behind a dropped network)."""
-
-    def __init__(self, inner: Any, release: threading.Event) -> None:
-        self._inner, self._release = inner, release
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def ping(self) -> None:
-        self._release.wait(30)
-
-
 def test_readiness_answers_within_two_seconds_when_storage_hangs(tmp_path: Path, embedder: Embedder) -> None:
     """Defect 5: readiness hung for as long as a PostgreSQL outage lasted."""
     release = threading.Event()
-    store = _HangingStore(open_storage("memory://", embedder), release)
+    store = _HeldStore(open_storage("memory://", embedder), release, "ping")
     core = Core(settings=Settings(home=tmp_path, storage_url="memory://"), storage=store, embedder=embedder)
     app = build_server_app(core)
     try:
