@@ -16,7 +16,7 @@ import numpy as np
 from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, LearningKind, LearningStatus
-from reflexio.storage import index_file
+from reflexio.storage import coarse, index_file, postings
 from reflexio.storage.index import LearningIndex
 from reflexio.storage.index_rows import Hit, IndexRow
 
@@ -326,3 +326,66 @@ def test_an_index_without_terms_survives_its_state() -> None:
         assert len(copy) == len(index) and answers(copy) == answers(index)
         copy.upsert([make_row(9, rng, tokens=("coffee",))])  # and it goes on taking rows
         assert 9 in {hit[0] for per_query in answers(copy) for hits in per_query for hit in hits}
+
+
+def test_a_big_scope_ranks_and_scores_by_the_exact_cosine() -> None:
+    """Over a big scope the int8 first pass only chooses candidates: the hits, their order and
+    their cosines are the float32 ones, including rows found by the full-text arm alone and rows
+    appended after the block (outside its contiguous run)."""
+    vectors = np.random.default_rng(11).standard_normal((coarse.MIN_ROWS + 3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rng = random.Random(12)
+    rows = [
+        make_row(
+            i + 1,
+            rng,
+            kind=LearningKind.PROFILE,
+            user_id="big",
+            agent_version="v0",
+            status=LearningStatus.CURRENT,
+            expires_at=NOW + 10_000,
+            vector=vectors[i],
+            tokens=("rare",) if i % 997 == 0 else ("common",),
+        )
+        for i in range(len(vectors))
+    ]
+    index = LearningIndex()
+    index.upsert(rows[:-200])  # a bulk load: one clustered block
+    for row in rows[-200:]:
+        index.upsert([row])  # appended one by one: outside the block
+    assert coarse.worth_it(len(rows) - 200, 20)
+    where = LearningFilter(kinds=(LearningKind.PROFILE,), user_id="big")
+    query_vector = vectors[5] + 0.3 * vectors[9000]
+    query_vector /= np.linalg.norm(query_vector)
+    exact = vectors @ query_vector
+    for mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+        query = CandidateQuery(
+            filters=(where,), text="rare", vector=query_vector, embed_model="m", limit=20, mode=mode
+        )
+        (hits,) = index.search(query, NOW)
+        by_vector = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
+        assert [h.id - 1 for h in by_vector] == np.argsort(-exact)[:20].tolist()
+        for hit in hits:  # every hit's cosine is exact, the full-text arm's own finds included
+            assert hit.vector_score is not None
+            assert abs(hit.vector_score - float(exact[hit.id - 1])) < 1e-5
+        if mode is SearchMode.HYBRID:
+            assert any(h.vector_rank is None for h in hits)  # some came from the full-text arm only
+
+
+def test_top_picks_the_highest_scores_of_long_arrays_ties_and_infinities_included() -> None:
+    """``top`` cuts long arrays at a sampled threshold first; whatever the sample, the answer
+    is the exact top (sorted, clustered, tied and mostly masked-out arrays included)."""
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        n = int(rng.integers(postings._SAMPLED_MIN, 3 * postings._SAMPLED_MIN))
+        limit = int(rng.integers(1, n // 64))
+        scores = rng.standard_normal(n)
+        if trial % 3 == 0:
+            scores[rng.random(n) < 0.95] = -np.inf
+        if trial % 4 == 0:
+            scores = np.sort(scores)
+        if trial % 5 == 0:
+            scores = np.round(scores, 1)
+        got = postings.top(scores, limit)
+        assert len(got) == limit == len(set(got.tolist()))
+        assert np.array_equal(scores[got], -np.sort(-scores)[:limit])

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,7 @@ import numpy.typing as npt
 from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, LearningKind, LearningStatus, Vector
+from reflexio.storage.coarse import Cosines, Quantized, candidates_for, worth_it
 from reflexio.storage.index_rows import Hit, IndexRow
 from reflexio.storage.postings import Codes, Forward, Positions, Postings, Selection, isin, top
 
@@ -123,6 +124,8 @@ class LearningIndex:
         #: One matrix per vector width: after an embedder change both models' vectors are kept
         #: until the old ones are re-embedded; a query compares only its own model's.
         self._vectors: dict[int, npt.NDArray[np.float32]] = {}
+        #: Each matrix's int8 copy, for the first pass over a big scope (``storage.coarse``).
+        self._coarse: dict[int, Quantized] = {}
         self._c: dict[str, npt.NDArray[Any]] = {}
         self._grow(capacity)
 
@@ -138,6 +141,7 @@ class LearningIndex:
             vectors = np.zeros((capacity, dim), dtype=np.float32)
             vectors[: self._n] = old_vectors[: self._n]
             self._vectors[dim] = vectors
+        self._coarse = {dim: q.grown(capacity, self._n) for dim, q in self._coarse.items()}
         self._cap = capacity
 
     def __len__(self) -> int:
@@ -215,10 +219,12 @@ class LearningIndex:
         self._c["dim"][p] = 0 if vector is None else vector.shape[0]
         if vector is not None:
             self._matrix(vector.shape[0])[p] = vector
+            self._coarse[vector.shape[0]].set(p, vector)
 
     def _matrix(self, dim: int) -> npt.NDArray[np.float32]:
         if dim not in self._vectors:
             self._vectors[dim] = np.zeros((self._cap, dim), dtype=np.float32)
+            self._coarse[dim] = Quantized.empty(self._cap, dim)
         return self._vectors[dim]
 
     def _set_tokens(self, p: int, tokens: Sequence[str]) -> None:
@@ -288,7 +294,9 @@ class LearningIndex:
                 by_dim.setdefault(row.vector.shape[0], []).append(i)
         for dim, ok in by_dim.items():  # stacked per block: far fewer numpy calls than per row
             at = p + np.asarray(ok, dtype=np.int64)
-            self._matrix(dim)[at] = np.stack([chunk[i].vector for i in ok])  # type: ignore[misc]
+            block = np.stack([chunk[i].vector for i in ok])  # type: ignore[misc]
+            self._matrix(dim)[at] = block
+            self._coarse[dim].set(at, block)
             self._c["has_vec"][at] = True
             self._c["dim"][at] = dim
 
@@ -333,6 +341,11 @@ class LearningIndex:
         self._vectors = {  # new arrays, not permuted in place: a frozen state may refer to these
             dim: _with_rows(v, order, self._cap) for dim, v in self._vectors.items() if dim in live_dims
         }
+        self._coarse = {
+            dim: Quantized(_with_rows(q.codes, order, self._cap), _with_rows(q.scales, order, self._cap))
+            for dim, q in self._coarse.items()
+            if dim in live_dims
+        }
         self._forward = self._forward.reordered(order.tolist())
         for term in list(self._terms):
             pos, tf = self._terms[term].arrays()
@@ -372,7 +385,9 @@ class LearningIndex:
         """
         n = self._n
         columns = {f"col.{name}": arr[:n].copy() for name, arr in self._c.items()}
-        vectors = {f"vec.{dim}": matrix[:n] for dim, matrix in self._vectors.items()}
+        vectors: dict[str, npt.NDArray[Any]] = {f"vec.{dim}": m[:n] for dim, m in self._vectors.items()}
+        for dim, q in self._coarse.items():
+            vectors[f"q8.{dim}"], vectors[f"q8scale.{dim}"] = q.codes[:n], q.scales[:n]
         postings = {term: p.arrays() for term, p in self._terms.items()}
         df = [self._df.get(term, 0) for term in postings]
         forward = self._forward
@@ -413,6 +428,9 @@ class LearningIndex:
         if n:  # the arrays are taken over as they are: the first append grows them
             index._c = {name: state[f"col.{name}"] for name in _COLUMNS}
             index._vectors = {int(key[4:]): m for key, m in state.items() if key.startswith("vec.")}
+            index._coarse = {
+                dim: Quantized(state[f"q8.{dim}"], state[f"q8scale.{dim}"]) for dim in index._vectors
+            }
             index._cap = n
         index._n, index._live_count, index._clustered = n, live_count, clustered
         index._total_len = float(state["total_len"][0])
@@ -490,7 +508,7 @@ class LearningIndex:
         if not len(scope):
             return []
         raw = self._bm25(scope, eligible, terms)
-        sims, valid = self._cosine(scope, eligible, vector, model)
+        sims, valid = self._cosine(scope, eligible, vector, model, limit)
         return self._hits(scope, raw, ceiling, sims, valid, limit, floor)
 
     def rows(self, where: LearningFilter, now: int) -> IntArray:
@@ -612,8 +630,13 @@ class LearningIndex:
         return raw.astype(np.float64, copy=False)
 
     def _cosine(
-        self, scope: Selection, eligible: BoolArray | None, vector: Vector | None, model: int | None
-    ) -> tuple[FloatArray | None, BoolArray | None]:
+        self,
+        scope: Selection,
+        eligible: BoolArray | None,
+        vector: Vector | None,
+        model: int | None,
+        limit: int,
+    ) -> tuple[Cosines | None, BoolArray | None]:
         """Cosine of each of ``scope`` with the query, and which rows it is valid for (None: all).
 
         A row's cosine is valid when the row is selected and has a vector of the query's model
@@ -628,7 +651,10 @@ class LearningIndex:
         ok &= scope.take(c["has_vec"])
         if eligible is not None:
             ok &= eligible
-        return self._dot(matrix, scope, vector), None if ok.all() else ok
+        valid = None if ok.all() else ok
+        if worth_it(scope.run, limit):
+            return self._coarse_cosines(matrix, scope, vector, valid, limit), valid
+        return Cosines(self._dot(matrix, scope, vector)), valid
 
     def _dot(self, matrix: npt.NDArray[np.float32], scope: Selection, vector: Vector) -> FloatArray:
         """``vectors[scope] @ vector``, reading a clustered scope in place rather than gathering it.
@@ -645,12 +671,36 @@ class LearningIndex:
             return np.concatenate((_matvec(matrix[lo : lo + run], vector), rest))
         return _dot_rows(matrix, positions, vector)
 
+    def _coarse_cosines(
+        self,
+        matrix: npt.NDArray[np.float32],
+        scope: Selection,
+        vector: Vector,
+        valid: BoolArray | None,
+        limit: int,
+    ) -> Cosines:
+        """The scope's cosines from the int8 first pass over its contiguous block, then exact
+        float32 cosines for the pass's best candidates and for every row outside the block."""
+        lo, run, positions = scope.lo, scope.run, scope.positions
+        values = np.empty(len(positions), dtype=np.float64)
+        values[:run] = self._coarse[vector.shape[0]].scores(lo, lo + run, vector)
+        exact = np.zeros(len(positions), dtype=np.bool_)
+        if run < len(positions):
+            values[run:] = _dot_rows(matrix, positions[run:], vector)
+            exact[run:] = True
+        first = values[:run] if valid is None else np.where(valid[:run], values[:run], -np.inf)
+        chosen = top(first, candidates_for(limit))
+        candidates = np.concatenate((chosen, np.arange(run, len(positions), dtype=np.int64)))
+        cosines = Cosines(values, matrix, positions, vector, exact, candidates)
+        cosines.refine(candidates)
+        return cosines
+
     def _hits(
         self,
         scope: Selection,
         raw: FloatArray64,
         ceiling: float,
-        sims: FloatArray | None,
+        cosines: Cosines | None,
         valid: BoolArray | None,
         limit: int,
         floor: _Floor | None = None,
@@ -660,19 +710,18 @@ class LearningIndex:
         With a ``floor``, hits the caller would drop (fused score under the floor, or under
         the pool's last) are left out here, so it loads only rows it may serve.
         """
+        sims = None if cosines is None else cosines.values
         matched = np.flatnonzero(raw > 0)
         fts_rank = {int(matched[i]): r + 1 for r, i in enumerate(top(raw[matched], limit))}
         vec_rank: dict[int, int] = {}
-        if sims is not None:
-            if valid is not None:
-                nearest = top(np.where(valid, sims, -np.inf), limit)
-                nearest = nearest[valid[nearest]]  # fewer valid rows than the limit
-            else:
-                nearest = top(sims, limit)
+        if cosines is not None:
+            nearest = cosines.nearest(valid, limit)
             vec_rank = {i: r + 1 for r, i in enumerate(nearest.tolist())}
         fts_on = ceiling > 0
         best, least = ranking.fts_spread(raw[matched] / ceiling) if fts_on else (0.0, 0.0)
         chosen = np.asarray(list(dict.fromkeys([*fts_rank, *vec_rank])), dtype=np.int64)
+        if cosines is not None:
+            cosines.refine(chosen)
         has_sim = (
             None if sims is None else (np.ones(len(chosen), np.bool_) if valid is None else valid[chosen])
         )
@@ -694,9 +743,9 @@ class LearningIndex:
             has_sim = None if has_sim is None else has_sim[keep]
         ids = self._c["ids"][scope.positions[chosen]].tolist()
         scores = raw[chosen].tolist()
-        cosines: list[float | None] = [None] * len(chosen)
+        scored: list[float | None] = [None] * len(chosen)
         if sims is not None and has_sim is not None:
-            cosines = [
+            scored = [
                 s if ok else None for s, ok in zip(sims[chosen].tolist(), has_sim.tolist(), strict=True)
             ]
         return [
@@ -710,7 +759,7 @@ class LearningIndex:
                 fts_best=best if fts_on else None,
                 fts_floor=least,
             )
-            for j, (i, score, sim) in enumerate(zip(chosen.tolist(), scores, cosines, strict=True))
+            for j, (i, score, sim) in enumerate(zip(chosen.tolist(), scores, scored, strict=True))
         ]
 
     def vector_of(self, learning_id: int) -> Vector | None:
@@ -722,9 +771,12 @@ class LearningIndex:
         return vector
 
 
-def _with_rows(matrix: npt.NDArray[np.float32], order: IntArray, capacity: int) -> npt.NDArray[np.float32]:
-    """A new matrix of ``capacity`` rows starting with ``matrix[order]``."""
-    out = np.zeros((capacity, matrix.shape[1]), dtype=matrix.dtype)
+_Rows = TypeVar("_Rows", bound=np.generic)
+
+
+def _with_rows(matrix: npt.NDArray[_Rows], order: IntArray, capacity: int) -> npt.NDArray[_Rows]:
+    """A new array of ``capacity`` rows starting with ``matrix[order]``."""
+    out: npt.NDArray[_Rows] = np.zeros((capacity, *matrix.shape[1:]), dtype=matrix.dtype)
     out[: len(order)] = matrix[order]
     return out
 

@@ -38,7 +38,7 @@ __all__ = ["FORMAT", "Snapshot", "Snapshots", "Tail", "read", "same_history", "w
 log = logging.getLogger(__name__)
 
 #: Bump when ``LearningIndex.state()`` changes shape: older snapshots are then ignored.
-FORMAT = 1
+FORMAT = 2
 _META = "__snapshot__"
 #: A caught-up index is written again after this many changed rows (or a twentieth of its
 #: rows, if more) and at most this often: a restart then replays at most that many changes.
