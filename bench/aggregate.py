@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,8 @@ import numpy as np
 from bench.aggregate_set import LESSONS, Row, make_set
 from reflexio.embed import Embedder, open_embedder
 from reflexio.learn.aggregate import CentralAggregator, Draft, Evidence
-from reflexio.learn.cluster import Cluster, Member, Method, default_similarity, regroup
-from reflexio.learn.generalize import Policy, Stored, Verdict, plan
+from reflexio.learn.cluster import Cluster, Member, Method, default_similarity, merge_on_instructions, regroup
+from reflexio.learn.generalize import Policy, Stored, Verdict, plan, short_of_gate
 from reflexio.service.aggregation import DIRECTION_MARGIN
 
 RESULTS = Path(__file__).parent / "results" / "aggregate.json"
@@ -134,16 +134,25 @@ def aggregate_all(
     *,
     full: bool,
     aggregator: CentralAggregator,
+    embed: Callable[[Sequence[str]], Any],
 ) -> tuple[list[Cluster], dict[Verdict, int], list[Draft], dict[str, float]]:
-    """One aggregation run as the service does it, minus storage: regroup, plan, draft."""
+    """One aggregation run as the service does it, minus storage: regroup, merge the clusters
+    short of the gate on their instructions, plan, draft."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     members = members_of(rows, vectors)
     regrouped = regroup(previous, members, similarity, method=method, full=full)
+    authors = {r.id: r.user_id for r in rows}
+    policy = Policy(min_users=MIN_USERS, trigger_count=1)
+    short = short_of_gate(regrouped.clusters, stored, authors, policy)
+    if len(short) > 1:
+        content = {r.id: r.content for r in rows}
+        ids = [i for n in short for i in regrouped.clusters[n].member_ids]
+        instructions = dict(zip(ids, embed([content[i] for i in ids]), strict=True))
+        regrouped = merge_on_instructions(regrouped.clusters, short, instructions, similarity)
     timings["cluster_s"] = time.perf_counter() - started
     started = time.perf_counter()
-    authors = {r.id: r.user_id for r in rows}
-    works = plan(regrouped.clusters, stored, authors, Policy(min_users=MIN_USERS, trigger_count=1))
+    works = plan(regrouped.clusters, stored, authors, policy)
     timings["plan_s"] = time.perf_counter() - started
     started = time.perf_counter()
     evidence = {
@@ -178,11 +187,13 @@ def scale(
 
     # the service's offline aggregator: paraphrases linked by vector, instructions embedded
     # alone when words and stored vectors leave a cluster in several directions
-    aggregator = CentralAggregator(link_similarity=similarity + DIRECTION_MARGIN, embed=embed)
+    aggregator = CentralAggregator(
+        link_similarity=similarity + DIRECTION_MARGIN, instruction_similarity=similarity, embed=embed
+    )
     embedder.embed(["warm-up"], kind="document")  # a server loads its model at start, not per run
     started = time.perf_counter()
     clusters, verdicts, drafts, timings = aggregate_all(
-        rows, base, [], {}, similarity, method, full=True, aggregator=aggregator
+        rows, base, [], {}, similarity, method, full=True, aggregator=aggregator, embed=embed
     )
     full_embedded, embedded[:] = sum(embedded), []
     full_seconds = time.perf_counter() - started
@@ -198,6 +209,7 @@ def scale(
         method,
         full=False,
         aggregator=aggregator,
+        embed=embed,
     )
     inc_seconds = time.perf_counter() - started
     aggregated = sum(n for v, n in inc_verdicts.items() if v.needs_text)

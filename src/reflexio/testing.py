@@ -267,15 +267,19 @@ def rules_learning_verdicts(inputs: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-#: A model reads paraphrases as one rule; the stand-in links members whose vectors are this
-#: similar (the bundled embedder's clustering threshold plus the service's direction margin).
+#: A model reads paraphrases as one rule; the stand-in links members whose stored vectors are
+#: this similar (the bundled embedder's clustering threshold plus the service's direction
+#: margin), or whose instructions alone are as similar as the clustering threshold.
 _PARAPHRASE_SIMILARITY = 0.55
+_INSTRUCTION_SIMILARITY = 0.45
 
 
 def _aggregate(inputs: Mapping[str, Any], embedder: Embedder | None) -> dict[str, Any]:
     """The deterministic aggregator's rule for the cluster, in the aggregation schema."""
     embed = None if embedder is None else (lambda texts: embedder.embed(texts, kind="document"))
-    aggregator = CentralAggregator(link_similarity=_PARAPHRASE_SIMILARITY, embed=embed)
+    aggregator = CentralAggregator(
+        link_similarity=_PARAPHRASE_SIMILARITY, embed=embed, instruction_similarity=_INSTRUCTION_SIMILARITY
+    )
     draft = aggregator.aggregate(inputs["evidence"], min_users=int(inputs["min_users"]))
     if draft is None:
         return {"playbook": None}

@@ -209,3 +209,12 @@ def test_different_instructions_stay_apart_and_a_failing_embedder_falls_back_to_
         raise EmbedderUnavailable("the hosted embedder is down")
 
     assert CentralAggregator(link_similarity=0.9, embed=down).aggregate(MEDS, min_users=2) is None
+
+
+def test_instructions_own_vectors_link_at_their_own_similarity() -> None:
+    # the stored vectors' bar carries a margin for shared triggers; the instructions' need not
+    _, embed = _by_content({MEDS[0].content: _vec(1, 0, 0), MEDS[1].content: _vec(1, 0.9, 0)})
+    assert CentralAggregator(link_similarity=0.9, embed=embed).aggregate(MEDS, min_users=2) is None
+    aggregator = CentralAggregator(link_similarity=0.9, instruction_similarity=0.7, embed=embed)
+    draft = aggregator.aggregate(MEDS, min_users=2)
+    assert draft is not None and draft.member_ids == (1, 2)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reflexio.learn.cluster import Cluster, Member, Method, fingerprint, group, regroup
+from reflexio.learn.cluster import (
+    Cluster,
+    Member,
+    Method,
+    fingerprint,
+    group,
+    merge_on_instructions,
+    regroup,
+)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -132,3 +140,36 @@ def test_a_big_rebuild_runs_in_batches_and_finds_the_same_lessons(monkeypatch: p
     monkeypatch.setattr(cluster, "EXACT_LIMIT", 7)  # batches of 7 instead of one pass
     batched = sorted(c.member_ids for c in regroup([], members, 0.6, full=True).clusters)
     assert batched == exact and len(exact) == 3
+
+
+def _axis(n: int, dims: int = 8) -> np.ndarray:
+    v = np.zeros(dims, dtype=np.float32)
+    v[n] = 1.0
+    return v
+
+
+def test_short_clusters_whose_instructions_mean_the_same_merge_under_the_largest_key() -> None:
+    clusters = [Cluster(4, (1, 2)), Cluster(7, (3,)), Cluster(0, (5,)), Cluster(9, (6,)), Cluster(2, (8,))]
+    same = _unit(_axis(0) + 0.1 * _axis(1))
+    instructions = {1: same, 2: _axis(0), 3: _unit(_axis(0) + 0.2 * _axis(2)), 5: _axis(0), 6: _axis(3)}
+    out = merge_on_instructions(clusters, [1, 2, 3, 0, 4], instructions, 0.8)
+    # 8 has no instruction vector: it stays as it was; 6 means something else
+    assert out.clusters == [Cluster(4, (1, 2, 3, 5)), Cluster(9, (6,)), Cluster(2, (8,))]
+    assert out.removed == [7]
+
+
+def test_clusters_not_short_never_merge_and_nothing_is_split() -> None:
+    clusters = [Cluster(1, (1, 2)), Cluster(2, (3,)), Cluster(3, (4,))]
+    vectors = {1: _axis(0), 2: _axis(1), 3: _axis(0), 4: _axis(1)}
+    out = merge_on_instructions(clusters, [1, 2], vectors, 0.5)
+    assert out.clusters == clusters and out.removed == []  # 3 and 4 differ; 1 and 2 stay together
+    out = merge_on_instructions(clusters, [1], vectors, 0.5)
+    assert out.clusters == clusters  # 3 is like 1, but cluster 1 is not short
+
+
+def test_merging_is_average_linkage_over_whole_clusters() -> None:
+    # 3 is like 1 but not like 2: the average over the cluster {1, 2} decides
+    clusters = [Cluster(1, (1, 2)), Cluster(0, (3,))]
+    vectors = {1: _axis(0), 2: _axis(1), 3: _axis(0)}
+    assert merge_on_instructions(clusters, [0, 1], vectors, 0.6).clusters == clusters
+    assert merge_on_instructions(clusters, [0, 1], vectors, 0.5).clusters == [Cluster(1, (1, 2, 3))]

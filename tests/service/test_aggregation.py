@@ -89,6 +89,31 @@ def test_a_lesson_of_enough_users_becomes_one_pending_agent_playbook(core: Core)
     assert [s["agent_playbook_id"] for s in log.added] == [playbook.id]
 
 
+def test_a_lesson_taught_on_different_requests_is_one_agent_playbook(core: Core) -> None:
+    # the triggers keep the stored vectors apart; the instructions alone mean the same
+    ids = [
+        teach(
+            core,
+            "ola",
+            "Run the tests before saying a fix works.",
+            trigger="The nightly CSV export to the finance team drops the last row of every spreadsheet file",
+        ),
+        teach(
+            core,
+            "sam",
+            "Run the test suite before you say the fix works.",
+            trigger="Login redirects loop forever between the identity provider and the dashboard page",
+        ),
+    ]
+    result = run(core)
+    assert result.clusters_found == 1 and result.playbooks_generated == 1
+    (playbook,) = agent_playbooks(core)
+    (proposal,) = core.storage.get_proposals(ORG, [playbook.id])
+    assert set(proposal.member_ids) == set(ids)
+    assert len(core.storage.list_clusters(ORG, VERSION, "playbook")) == 1
+    assert run(core).aggregator_calls == 0  # the merged cluster is kept as it is
+
+
 def test_unchanged_clusters_cost_nothing(core: Core) -> None:
     for n, text in enumerate(REFUND[:3]):
         teach(core, f"u{n}", text)

@@ -95,6 +95,7 @@ def directions(
     overlap: float,
     link_similarity: float | None = None,
     instructions: Sequence[Vector] | None = None,
+    instruction_similarity: float | None = None,
 ) -> list[list[Evidence]]:
     """Members grouped by what their instructions say (single linkage on word overlap).
 
@@ -105,7 +106,10 @@ def directions(
     words ("add the policy link", "include the link to the policy page"), and a stored vector
     also holds the member's trigger, which differs from user to user: "check for interactions
     with my other medications" and "ask about my other medication first" mean the same, taught
-    on different requests. Groups are the connected components of that relation. Most
+    on different requests. Instruction vectors are compared at ``instruction_similarity``
+    (``link_similarity`` when None): a stored vector's similarity is raised by a trigger two
+    members share, an instruction's is not, so the instructions need no margin above the
+    clustering threshold. Groups are the connected components of that relation. Most
     distinct users first, then most members; ties keep member order.
     """
     from scipy.sparse import csr_matrix
@@ -126,9 +130,10 @@ def directions(
     if link_similarity is not None and all(m.vector is not None for m in members):
         stack = np.stack([np.asarray(m.vector, dtype=np.float32) for m in members])
         linked |= stack @ stack.T >= link_similarity
-    if link_similarity is not None and instructions is not None:
+    by_meaning = link_similarity if instruction_similarity is None else instruction_similarity
+    if by_meaning is not None and instructions is not None:
         stack = np.stack([np.asarray(v, dtype=np.float32) for v in instructions])
-        linked |= stack @ stack.T >= link_similarity
+        linked |= stack @ stack.T >= by_meaning
     _, labels = connected_components(csr_matrix(linked), directed=False)
     groups: dict[int, list[Evidence]] = {}
     for member, label in zip(members, labels.tolist(), strict=True):
@@ -146,13 +151,17 @@ class CentralAggregator:
             their words (None: words only); see ``directions``.
         embed: Embeds instructions (document vectors). When words and stored vectors leave a
             cluster in several directions, the members' instructions are embedded alone and
-            compared at ``link_similarity``, so that paraphrases taught on different requests
-            count as one lesson. Only such clusters pay for it; None (or an embedder that
-            fails) keeps words and stored vectors.
+            compared at ``instruction_similarity``, so that paraphrases taught on different
+            requests count as one lesson. Only such clusters pay for it; None (or an embedder
+            that fails) keeps words and stored vectors.
+        instruction_similarity: Similarity of two instructions' own vectors at which they
+            point the same way (None: ``link_similarity``); the clustering threshold, since
+            no shared trigger raises it (see ``directions``).
     """
 
     overlap: float = 0.6
     link_similarity: float | None = None
+    instruction_similarity: float | None = None
     embed: Callable[[Sequence[str]], Vectors] | None = field(default=None, compare=False)
     name: str = "central"
 
@@ -181,14 +190,20 @@ class CentralAggregator:
 
     def _by_meaning(self, members: Sequence[Evidence], groups: list[list[Evidence]]) -> list[list[Evidence]]:
         """The directions again, with the instructions' own vectors (when they can be had)."""
-        if self.embed is None or self.link_similarity is None:
+        if self.embed is None or (self.link_similarity is None and self.instruction_similarity is None):
             return groups
         try:
             vectors = list(self.embed([m.content for m in members]))
         except ReflexioError as exc:  # a hosted embedder is down: words and stored vectors decide
             log.warning("instructions not embedded, directions by words: %s", exc)
             return groups
-        return directions(members, self.overlap, self.link_similarity, instructions=vectors)
+        return directions(
+            members,
+            self.overlap,
+            self.link_similarity,
+            instructions=vectors,
+            instruction_similarity=self.instruction_similarity,
+        )
 
 
 def _by_centrality(members: Sequence[Evidence]) -> list[Evidence]:

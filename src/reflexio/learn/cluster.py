@@ -17,6 +17,15 @@ chaining makes one giant component) a scope clustered from nothing is processed 
 member order, as if it had grown run by run. HDBSCAN is available as the other method;
 bench/aggregate measures both (agglomerative recovers the lessons far better there).
 
+A stored vector holds a member's trigger as well as its instruction, and users teach one
+lesson on different requests: "run the relevant tests before saying a fix works", taught on a
+CSV export bug, and "verify with the test suite before claiming it's fixed", taught on a date
+parser crash, are further apart than the threshold although the instructions mean the same.
+``merge_on_instructions`` is the second look for such members: clusters that the stored vectors
+leave short of the generalisation gate are merged, by average linkage at the same threshold,
+on the vectors of their instructions alone. Only those clusters pay for an embedding, so a
+scope whose lessons cluster on their stored vectors costs no more than before.
+
 A cluster's *fingerprint* is derived from its member ids alone, so "this cluster changed" is a
 string comparison and an unchanged cluster costs nothing downstream.
 """
@@ -25,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,6 +53,7 @@ __all__ = [
     "default_similarity",
     "fingerprint",
     "group",
+    "merge_on_instructions",
     "regroup",
 ]
 
@@ -159,6 +169,71 @@ def regroup(
     out.joined = len(fresh) - len(residual)
     out.residual = len(residual)
     out.clusters = grown + [Cluster(0, ids) for ids in _cold_groups(residual, similarity, method)]
+    return out
+
+
+def merge_on_instructions(
+    clusters: Sequence[Cluster],
+    short: Iterable[int],
+    instructions: Mapping[int, Vector],
+    similarity: float,
+) -> Regrouping:
+    """Merge the ``short`` clusters whose members' instructions mean the same.
+
+    Average linkage over whole clusters (never splitting one): two clusters merge while the
+    mean cosine similarity of their members' instruction vectors is at least ``similarity``,
+    the best pair first. A merged cluster keeps the key of its largest stored part; the keys
+    of the other stored parts are returned in ``removed``.
+
+    Args:
+        clusters: Every cluster of the scope, as ``regroup`` left them.
+        short: Indices into ``clusters`` of those that may merge (the ones below the gate
+            that produced no agent playbook).
+        instructions: Unit vector of each short cluster's members' instruction text, by id.
+        similarity: The clustering threshold.
+
+    Returns:
+        The clusters (merged ones at the place of their first part) and the removed keys.
+    """
+    units = sorted(set(short))
+    units = [n for n in units if all(i in instructions for i in clusters[n].member_ids)]
+    out = Regrouping(clusters=list(clusters))
+    if len(units) < 2:
+        return out
+    sums = np.stack(
+        [
+            np.sum([np.asarray(instructions[i], dtype=np.float32) for i in clusters[n].member_ids], axis=0)
+            for n in units
+        ]
+    )
+    sizes = np.asarray([len(clusters[n].member_ids) for n in units], dtype=np.float32)
+    parts = [[n] for n in units]
+    alive = np.ones(len(units), dtype=bool)
+    while True:
+        linkage = (sums @ sums.T) / np.outer(sizes, sizes)
+        linkage[~alive, :] = -np.inf
+        linkage[:, ~alive] = -np.inf
+        np.fill_diagonal(linkage, -np.inf)
+        a, b = divmod(int(np.argmax(linkage)), len(units))
+        if linkage[a, b] < similarity:
+            break
+        a, b = min(a, b), max(a, b)
+        sums[a] += sums[b]
+        sizes[a] += sizes[b]
+        parts[a] += parts[b]
+        alive[b] = False
+    dropped: set[int] = set()
+    for u in np.flatnonzero(alive).tolist():
+        if len(parts[u]) == 1:
+            continue
+        members = [clusters[n] for n in parts[u]]
+        stored = [c for c in members if c.key]
+        key = max(stored, key=lambda c: (len(c.member_ids), -c.key)).key if stored else 0
+        out.removed += sorted(c.key for c in stored if c.key != key)
+        ids = tuple(sorted(i for c in members for i in c.member_ids))
+        out.clusters[parts[u][0]] = Cluster(key, ids)
+        dropped.update(parts[u][1:])
+    out.clusters = [c for n, c in enumerate(out.clusters) if n not in dropped]
     return out
 
 

@@ -30,7 +30,7 @@ from enum import StrEnum
 from reflexio.learn.cluster import Cluster
 from reflexio.learn.review import ReviewState
 
-__all__ = ["Policy", "Proposed", "Stored", "Verdict", "Work", "plan"]
+__all__ = ["Policy", "Proposed", "Stored", "Verdict", "Work", "plan", "short_of_gate"]
 
 
 class Verdict(StrEnum):
@@ -127,6 +127,25 @@ def plan(
 ) -> list[Work]:
     """One ``Work`` per cluster, in the clusters' order."""
     return [_decide(c, stored.get(c.key) if c.key else None, authors, policy) for c in clusters]
+
+
+def short_of_gate(
+    clusters: Sequence[Cluster], stored: Mapping[int, Stored], authors: Mapping[int, str], policy: Policy
+) -> list[int]:
+    """Indices of the clusters below the gate that never produced an agent playbook.
+
+    These are the ones ``learn.cluster.merge_on_instructions`` may merge: a cluster with a
+    playbook (even one below the gate now) keeps its identity and its evidence.
+    """
+    out = []
+    for n, c in enumerate(clusters):
+        users = {authors[i] for i in c.member_ids}
+        if len(users) >= policy.min_users and len(c.member_ids) >= policy.min_cluster_size:
+            continue
+        known = stored.get(c.key) if c.key else None
+        if known is None or (known.playbook is None and known.revision is None):
+            out.append(n)
+    return out
 
 
 def _decide(cluster: Cluster, known: Stored | None, authors: Mapping[int, str], policy: Policy) -> Work:

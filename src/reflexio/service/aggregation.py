@@ -23,12 +23,19 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reflexio.errors import NotFoundError
+from reflexio.errors import NotFoundError, ReflexioError
 from reflexio.jobs import Handler, JobContext, Worker
 from reflexio.learn.aggregate import Aggregator, CentralAggregator, Draft, Evidence, LLMAggregator
 from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_job, scope_of
-from reflexio.learn.cluster import Cluster, Member, default_similarity, regroup
-from reflexio.learn.generalize import plan
+from reflexio.learn.cluster import (
+    Cluster,
+    Member,
+    Regrouping,
+    default_similarity,
+    merge_on_instructions,
+    regroup,
+)
+from reflexio.learn.generalize import Policy, Stored, plan, short_of_gate
 from reflexio.learn.usage import metered
 from reflexio.llm import LLMError
 from reflexio.models.api_aggregation import (
@@ -62,8 +69,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: How much more similar than the clustering threshold two members' vectors must be for the
-#: offline aggregator to count them as one direction whatever their words.
+#: How much more similar than the clustering threshold two members' stored vectors must be for
+#: the offline aggregator to count them as one direction whatever their words (a trigger two
+#: members share raises it; their instructions' own vectors are compared at the threshold).
 DIRECTION_MARGIN = 0.1
 #: Least time between two progress reports of a run (each is a write).
 REPORT_SECONDS = 0.5
@@ -77,6 +85,7 @@ def _aggregator(core: Core, config: Config, org_id: str, job_id: int | None, sim
         return CentralAggregator(
             overlap=overlap,
             link_similarity=similarity + DIRECTION_MARGIN,
+            instruction_similarity=similarity,
             embed=lambda texts: core.embedder.embed(texts, kind="document"),
         )
     return LLMAggregator(
@@ -108,7 +117,9 @@ def _decide(
     regrouped = regroup(previous, members, similarity, full=full)
     authors = {r.id: str(r.user_id) for r in scope.members}
     policy = policy_of(config)
-    works = plan(regrouped.clusters, scope.stored(), authors, policy)
+    stored = scope.stored()
+    regrouped = _merged_on_instructions(core, scope, regrouped, stored, authors, policy, similarity)
+    works = plan(regrouped.clusters, stored, authors, policy)
     evidence = {
         r.id: Evidence(
             r.id, str(r.user_id), r.content, r.trigger, r.rationale, r.pitfall, r.blocking_issue, r.embedding
@@ -141,6 +152,42 @@ def _decide(
             report({"stage": "aggregating", "clusters_done": done, "clusters_total": len(todo)})
             reported = time.monotonic()
     return Outcome(result, regrouped.clusters, regrouped.removed, works, drafts, failed, basis, full)
+
+
+def _merged_on_instructions(
+    core: Core,
+    scope: Scope,
+    regrouped: Regrouping,
+    stored: Mapping[int, Stored],
+    authors: Mapping[int, str],
+    policy: Policy,
+    similarity: float,
+) -> Regrouping:
+    """Clusters short of the gate, merged where their instructions mean the same.
+
+    Only clusters that produced no agent playbook take part (one that did keeps its
+    identity), and only their members' instructions are embedded; an embedder that fails
+    leaves the clusters as the stored vectors formed them.
+    """
+    short = short_of_gate(regrouped.clusters, stored, authors, policy)
+    if len(short) < 2:
+        return regrouped
+    ids = [i for n in short for i in regrouped.clusters[n].member_ids]
+    content = {r.id: r.content for r in scope.members}
+    try:
+        vectors = core.embedder.embed([content[i] for i in ids], kind="document")
+    except ReflexioError as exc:  # a hosted embedder is down: the stored vectors decide
+        log.warning("instructions not embedded, clusters as the stored vectors formed them: %s", exc)
+        return regrouped
+    merged = merge_on_instructions(
+        regrouped.clusters, short, dict(zip(ids, vectors, strict=True)), similarity
+    )
+    return Regrouping(
+        clusters=merged.clusters,
+        removed=regrouped.removed + merged.removed,
+        joined=regrouped.joined,
+        residual=regrouped.residual,
+    )
 
 
 def basis_of(embed_model: str, similarity: float) -> str:
