@@ -4,8 +4,10 @@ playbooks, rejections not re-proposed from the same evidence, auto-approval, and
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
+from reflexio.embed import Embedder, EmbedKind, Vectors
 from reflexio.filters import LearningFilter
 from reflexio.jobs import Worker
 from reflexio.learn.aggregation_trigger import AGGREGATE, aggregation_key
@@ -112,6 +114,42 @@ def test_a_lesson_taught_on_different_requests_is_one_agent_playbook(core: Core)
     assert set(proposal.member_ids) == set(ids)
     assert len(core.storage.list_clusters(ORG, VERSION, "playbook")) == 1
     assert run(core).aggregator_calls == 0  # the merged cluster is kept as it is
+
+
+class CountingEmbedder:
+    """The test embedder, counting the texts embedded as documents."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.documents: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
+        if kind == "document":
+            self.documents += list(texts)
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_one_off_lessons_are_embedded_for_their_instructions_once(core: Core) -> None:
+    teach(core, "u1", "Recommend ThinkPads rather than MacBooks.", trigger="A Linux user wants a laptop")
+    teach(core, "u2", "Quote prices in euros.", trigger="A customer in Berlin asks for a price")
+    aggregation._instructions.clear()  # the process's memory of instructions: this test counts it
+    counting = CountingEmbedder(core.embedder)
+    core.embedder = counting
+    assert run(core).below_gate == 2 and len(counting.documents) == 2
+    assert run(core).clusters_unchanged == 2 and len(counting.documents) == 2  # nothing changed
+    teach(core, "u3", "Answer in French.", trigger="A user from Lyon asks about delivery")
+    counting.documents.clear()
+    third = run(core)
+    assert (third.clusters_found, third.below_gate, third.clusters_unchanged) == (3, 1, 2)
+    assert counting.documents == ["Answer in French."]  # the other two are remembered
 
 
 def test_unchanged_clusters_cost_nothing(core: Core) -> None:

@@ -208,12 +208,10 @@ def merge_on_instructions(
     )
     sizes = np.asarray([len(clusters[n].member_ids) for n in units], dtype=np.float32)
     parts = [[n] for n in units]
-    alive = np.ones(len(units), dtype=bool)
-    while True:
-        linkage = (sums @ sums.T) / np.outer(sizes, sizes)
-        linkage[~alive, :] = -np.inf
-        linkage[:, ~alive] = -np.inf
-        np.fill_diagonal(linkage, -np.inf)
+    gone = np.zeros(len(units), dtype=bool)
+    linkage = (sums @ sums.T) / np.outer(sizes, sizes)
+    np.fill_diagonal(linkage, -np.inf)
+    while True:  # each pass merges two clusters or stops
         a, b = divmod(int(np.argmax(linkage)), len(units))
         if linkage[a, b] < similarity:
             break
@@ -221,10 +219,16 @@ def merge_on_instructions(
         sums[a] += sums[b]
         sizes[a] += sizes[b]
         parts[a] += parts[b]
-        alive[b] = False
+        parts[b] = []
+        gone[b] = True
+        row = (sums @ sums[a]) / (sizes * sizes[a])  # average linkage of the merged cluster
+        row[gone] = -np.inf
+        row[a] = -np.inf
+        linkage[a, :] = linkage[:, a] = row
+        linkage[b, :] = linkage[:, b] = -np.inf
     dropped: set[int] = set()
-    for u in np.flatnonzero(alive).tolist():
-        if len(parts[u]) == 1:
+    for u in range(len(units)):
+        if len(parts[u]) < 2:
             continue
         members = [clusters[n] for n in parts[u]]
         stored = [c for c in members if c.key]
