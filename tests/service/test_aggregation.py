@@ -120,16 +120,8 @@ class CountingEmbedder:
     """The test embedder, counting the texts embedded as documents."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
         self.documents: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
         if kind == "document":
