@@ -15,6 +15,10 @@ driven over HTTP with keep-alive connections:
 The same measurements are taken at the service layer (no HTTP) to show where time goes. Job
 workers run throughout (learning competes with ingest, as in production); ``--no-workers``
 measures ingest alone, ``--worker-threads`` runs the workers as threads of the API process.
+``--workers 1,2,4`` repeats everything per count of job workers (``REFLEXIO_WORKERS``) and
+reports, for each, ``drain_s``: how long the learning the publishes queued takes to finish
+once publishing stops. ``bench/learning`` measures learning throughput alone, per worker
+*process*.
 
 The clients use the standard library's ``http.client`` over one keep-alive connection each:
 the clients share the server's two cores, and httpx spends ~0.7 ms of CPU per call more
@@ -44,6 +48,7 @@ import httpx
 
 from reflexio.config import Settings
 from reflexio.models import PublishUserInteractionRequest
+from reflexio.records import JobStatus
 from reflexio.service import publish as pub
 from reflexio.service.core import Core, open_core
 
@@ -248,7 +253,7 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the server did not become ready")
 
 
-def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def measure(name: str, args: argparse.Namespace, workers: int) -> dict[str, Any]:
     """All measurements for one backend on a fresh store."""
     with tempfile.TemporaryDirectory(prefix=f"reflexio-ingest-{name}-") as tmp:
         home = Path(tmp)
@@ -256,12 +261,11 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
             env = {
                 "HOME": str(home),
                 "REFLEXIO_STORAGE_URL": url,
-                "REFLEXIO_WORKERS": "0" if args.no_workers else "2",
+                "REFLEXIO_WORKERS": "0" if args.no_workers else str(workers),
                 "REFLEXIO_WORKER_PROCESS": "0" if args.worker_threads else "1",
             }
             core = open_core(Settings.from_env(env))
             service = service_layer(core, args.requests, 2)
-            core.close()
             with server_process(env) as base:
                 result = {
                     "service_layer": service,
@@ -269,7 +273,25 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
                     "throughput_2_turns": throughput(base, args.clients, args.seconds, 2, 1),
                     "throughput_10_turns": throughput(base, args.clients, args.seconds, 10, 2),
                 }
+                if not args.no_workers:
+                    result["drain_s"] = _drain(core)
+            core.close()
     return result
+
+
+def _drain(core: Core, timeout: float = 600.0) -> float:
+    """Seconds until no job is due or running, once publishing has stopped."""
+    stopped = time.monotonic()
+    while time.monotonic() - stopped < timeout:
+        stats = core.storage.job_stats()
+        busy = any(
+            s.status is JobStatus.RUNNING or (s.status is JobStatus.QUEUED and s.oldest_due is not None)
+            for s in stats
+        )
+        if not busy:
+            break
+        time.sleep(0.2)
+    return round(time.monotonic() - stopped, 2)
 
 
 def machine() -> dict[str, Any]:
@@ -309,12 +331,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--worker-threads", action="store_true", help="run the workers as threads of the API process"
     )
+    parser.add_argument("--workers", default="2", help="job worker counts, comma-separated (one run each)")
     args = parser.parse_args(argv)
     workers = "none" if args.no_workers else "threads" if args.worker_threads else "process"
-    results: dict[str, Any] = {"machine": machine(), "workers": 0 if args.no_workers else 2, "backends": {}}
+    counts = [0] if args.no_workers else [int(c) for c in args.workers.split(",")]
+    results: dict[str, Any] = {"machine": machine(), "workers": counts[0], "backends": {}}
     results["worker_mode"] = workers
     for name in args.backend.split(","):
-        results["backends"][name] = measure(name.strip(), args)
+        runs = {count: measure(name.strip(), args, count) for count in counts}
+        results["backends"][name] = dict(runs[counts[0]])
+        if len(counts) > 1:
+            results["backends"][name]["by_workers"] = {str(c): run for c, run in runs.items()}
         print(name, json.dumps(results["backends"][name], indent=1))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")

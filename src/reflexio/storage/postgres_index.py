@@ -56,7 +56,8 @@ class IndexBudget:
 
     Attributes:
         max_bytes: The budget over all orgs; 0 searches every org in SQL.
-        dim: The embedder's dimension (a row's vector costs ``4 * dim`` bytes).
+        dim: The embedder's dimension (a row's vector costs ``5 * dim`` bytes: float32 and
+            the int8 copy of ``storage.coarse``).
     """
 
     max_bytes: int
@@ -64,7 +65,7 @@ class IndexBudget:
 
     def cost(self, rows: int) -> int:
         """The estimated bytes of an index over ``rows`` learnings."""
-        return rows * (BYTES_PER_ROW + 4 * self.dim)
+        return rows * (BYTES_PER_ROW + 5 * self.dim)
 
 
 @dataclass(slots=True)
