@@ -245,7 +245,7 @@ def configure(
 
 
 def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers: Sequence[Any]) -> None:
-    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -261,7 +261,13 @@ def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers
         base = endpoint.rstrip("/")
         span_processors.append(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
         all_readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics")))
-    metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=all_readers))
+    # No exemplars: with tracing on, the SDK's default samples one per histogram bucket from
+    # every traced request, which was the largest single cost tracing added to a request
+    # (``bench/otel``); the Prometheus text format does not carry them anyway.
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=all_readers, exemplar_filter=AlwaysOffExemplarFilter()
+    )
+    metrics.set_meter_provider(meter_provider)
     if span_processors:
         provider = TracerProvider(resource=resource)
         for processor in span_processors:

@@ -203,3 +203,10 @@ def test_a_span_records_the_error_that_escapes_it_and_nests_its_children(traced:
     assert failed.status.status_code.name == "ERROR" and failed.status.description == "ValueError: bad input"
     assert [event.name for event in failed.events] == ["exception"]
     assert dict(failed.attributes or {}) == {"reflexio.org": "o1"}  # None attributes are left out
+
+
+def test_traced_requests_leave_no_exemplars_on_the_latency_histograms(traced: Live) -> None:
+    searched(traced, "search")
+    points = metric_points("reflexio.search.duration")
+    assert points and sum(p.count for p in points) >= 1
+    assert all(not p.exemplars for p in points)  # the SDK's default would keep one per bucket
