@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +33,7 @@ import numpy.typing as npt
 from reflexio import ranking
 from reflexio.filters import CandidateQuery, LearningFilter, SearchMode
 from reflexio.records import Approval, LearningKind, LearningStatus, Vector
-from reflexio.storage.coarse import Cosines, Quantized, candidates_for, worth_it
+from reflexio.storage.coarse import Cosines, Quantized, first_pass_cosines, scope_dot, with_rows, worth_it
 from reflexio.storage.index_rows import Hit, IndexRow
 from reflexio.storage.postings import Codes, Forward, Positions, Postings, Selection, isin, top
 
@@ -339,10 +339,10 @@ class LearningIndex:
             arr[: len(order)] = arr[order]
         live_dims = set(np.unique(c["dim"][order]).tolist())
         self._vectors = {  # new arrays, not permuted in place: a frozen state may refer to these
-            dim: _with_rows(v, order, self._cap) for dim, v in self._vectors.items() if dim in live_dims
+            dim: with_rows(v, order, self._cap) for dim, v in self._vectors.items() if dim in live_dims
         }
         self._coarse = {
-            dim: Quantized(_with_rows(q.codes, order, self._cap), _with_rows(q.scales, order, self._cap))
+            dim: Quantized(with_rows(q.codes, order, self._cap), with_rows(q.scales, order, self._cap))
             for dim, q in self._coarse.items()
             if dim in live_dims
         }
@@ -653,47 +653,9 @@ class LearningIndex:
             ok &= eligible
         valid = None if ok.all() else ok
         if worth_it(scope.run, limit):
-            return self._coarse_cosines(matrix, scope, vector, valid, limit), valid
-        return Cosines(self._dot(matrix, scope, vector)), valid
-
-    def _dot(self, matrix: npt.NDArray[np.float32], scope: Selection, vector: Vector) -> FloatArray:
-        """``vectors[scope] @ vector``, reading a clustered scope in place rather than gathering it.
-
-        The product is BLAS's (0.23 ms for 10k x 256 on one thread here, ``einsum`` 0.55).
-        OpenBLAS may spread a big one over all cores; ``OPENBLAS_NUM_THREADS=1`` pins it to
-        the calling thread for servers that prefer parallel requests (bench/search has both).
-        """
-        lo, run, positions = scope.lo, scope.run, scope.positions
-        if run == len(positions):
-            return _matvec(matrix[lo : lo + run], vector)
-        if run:
-            rest = _dot_rows(matrix, positions[run:], vector)
-            return np.concatenate((_matvec(matrix[lo : lo + run], vector), rest))
-        return _dot_rows(matrix, positions, vector)
-
-    def _coarse_cosines(
-        self,
-        matrix: npt.NDArray[np.float32],
-        scope: Selection,
-        vector: Vector,
-        valid: BoolArray | None,
-        limit: int,
-    ) -> Cosines:
-        """The scope's cosines from the int8 first pass over its contiguous block, then exact
-        float32 cosines for the pass's best candidates and for every row outside the block."""
-        lo, run, positions = scope.lo, scope.run, scope.positions
-        values = np.empty(len(positions), dtype=np.float64)
-        values[:run] = self._coarse[vector.shape[0]].scores(lo, lo + run, vector)
-        exact = np.zeros(len(positions), dtype=np.bool_)
-        if run < len(positions):
-            values[run:] = _dot_rows(matrix, positions[run:], vector)
-            exact[run:] = True
-        first = values[:run] if valid is None else np.where(valid[:run], values[:run], -np.inf)
-        chosen = top(first, candidates_for(limit))
-        candidates = np.concatenate((chosen, np.arange(run, len(positions), dtype=np.int64)))
-        cosines = Cosines(values, matrix, positions, vector, exact, candidates)
-        cosines.refine(candidates)
-        return cosines
+            coarse = self._coarse[vector.shape[0]]
+            return first_pass_cosines(matrix, coarse, scope, vector, valid, limit), valid
+        return Cosines(scope_dot(matrix, scope, vector)), valid
 
     def _hits(
         self,
@@ -771,16 +733,6 @@ class LearningIndex:
         return vector
 
 
-_Rows = TypeVar("_Rows", bound=np.generic)
-
-
-def _with_rows(matrix: npt.NDArray[_Rows], order: IntArray, capacity: int) -> npt.NDArray[_Rows]:
-    """A new array of ``capacity`` rows starting with ``matrix[order]``."""
-    out: npt.NDArray[_Rows] = np.zeros((capacity, *matrix.shape[1:]), dtype=matrix.dtype)
-    out[: len(order)] = matrix[order]
-    return out
-
-
 def _json_bytes(values: Any) -> npt.NDArray[np.uint8]:
     return np.frombuffer(json.dumps(values).encode(), dtype=np.uint8)
 
@@ -798,21 +750,6 @@ def _batched(rows: Iterable[IndexRow], size: int) -> Iterator[list[IndexRow]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def _dot_rows(matrix: npt.NDArray[np.float32], positions: IntArray, vector: Vector) -> FloatArray:
-    """``matrix[positions] @ vector``; a dense enough spread of positions is read as one block."""
-    if len(positions) == 0:
-        return np.empty(0, dtype=np.result_type(matrix, vector))
-    lo, hi = int(positions[0]), int(positions[-1]) + 1
-    if hi - lo <= 2 * len(positions) + 64:
-        return _matvec(matrix[lo:hi], vector)[positions - lo]
-    return _matvec(matrix[positions], vector)
-
-
-def _matvec(matrix: npt.NDArray[np.float32], vector: Vector) -> FloatArray:
-    product: FloatArray = matrix @ vector
-    return product
 
 
 def _scope_key(*codes: Any) -> Any:
