@@ -391,6 +391,19 @@ def test_cache_leaves_documents_alone() -> None:
     assert len(inner.calls) == 2
 
 
+def test_cache_keeps_documents_only_when_asked() -> None:
+    """With ``kinds=("document",)`` documents are answered from the cache and queries are not,
+    so a text's vector of one kind never answers for the other."""
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, kinds=("document",))
+    first = cached.embed(["aa", "b"])
+    again = cached.embed(["b", "aa"], kind="document")
+    cached.embed(["aa"], kind="query")
+    cached.embed(["aa"], kind="query")
+    assert inner.calls == [(["aa", "b"], "document"), (["aa"], "query"), (["aa"], "query")]
+    np.testing.assert_array_equal(again, first[::-1])
+
+
 def test_cache_cannot_be_corrupted_by_callers() -> None:
     cached = CachedEmbedder(CountingEmbedder())
     result = cached.embed(["aa"], kind="query")

@@ -132,9 +132,8 @@ class CountingEmbedder:
 def test_one_off_lessons_are_embedded_for_their_instructions_once(core: Core) -> None:
     teach(core, "u1", "Recommend ThinkPads rather than MacBooks.", trigger="A Linux user wants a laptop")
     teach(core, "u2", "Quote prices in euros.", trigger="A customer in Berlin asks for a price")
-    aggregation._instructions.clear()  # the process's memory of instructions: this test counts it
     counting = CountingEmbedder(core.embedder)
-    core.embedder = counting
+    core.embedder = counting  # the core's memory of instructions starts afresh over it
     assert run(core).below_gate == 2 and len(counting.documents) == 2
     assert run(core).clusters_unchanged == 2 and len(counting.documents) == 2  # nothing changed
     teach(core, "u3", "Answer in French.", trigger="A user from Lyon asks about delivery")
@@ -142,6 +141,14 @@ def test_one_off_lessons_are_embedded_for_their_instructions_once(core: Core) ->
     third = run(core)
     assert (third.clusters_found, third.below_gate, third.clusters_unchanged) == (3, 1, 2)
     assert counting.documents == ["Answer in French."]  # the other two are remembered
+
+
+def test_the_instruction_cache_follows_the_cores_embedder(core: Core) -> None:
+    """Vectors of one model never answer for another's: a replaced embedder gets a new cache."""
+    first = core.instruction_embedder
+    assert core.instruction_embedder is first
+    core.embedder = CountingEmbedder(core.embedder)
+    assert core.instruction_embedder is not first
 
 
 def test_unchanged_clusters_cost_nothing(core: Core) -> None:

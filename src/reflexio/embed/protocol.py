@@ -46,7 +46,7 @@ class Embedder(Protocol):
         """Embed `texts` as float32 rows of shape (len(texts), dim), each of unit length.
 
         `kind` lets asymmetric models treat search queries differently from stored documents;
-        the symmetric models here ignore it, and `CachedEmbedder` caches only queries. A text
+        the symmetric models here ignore it, and `CachedEmbedder` caches each kind apart. A text
         with no tokens (for WordLlama, the empty string) embeds as the zero vector.
         """
         ...

@@ -18,11 +18,9 @@ proposal did not list teach the lesson, linked to the rejection.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reflexio.errors import NotFoundError, ReflexioError
@@ -49,11 +47,7 @@ from reflexio.models.api_aggregation import (
 )
 from reflexio.models.api_generation import RunPlaybookAggregationResponse
 from reflexio.models.org_config import Config
-from reflexio.records import (
-    Job,
-    JobStatus,
-    Vector,
-)
+from reflexio.records import Job, JobStatus
 from reflexio.service import quotas
 from reflexio.service.aggregation_state import Scope, aggregation_config, policy_of, read_scope
 from reflexio.service.aggregation_writes import Outcome, write_outcome
@@ -173,10 +167,10 @@ def _merged_on_instructions(
     """Clusters short of the gate, merged where their instructions mean the same.
 
     Only clusters that produced no agent playbook take part (one that did keeps its
-    identity), and only their members' instructions are embedded (``_instruction_vectors``).
-    When none of them is new or changed since it was last decided, the last run already
-    compared them all and nothing is embedded. An embedder that fails leaves the clusters as
-    the stored vectors formed them.
+    identity), and only their members' instructions are embedded, those embedded in an
+    earlier run read from memory (``Core.instruction_embedder``). When none of them is new or
+    changed since it was last decided, the last run already compared them all and nothing is
+    embedded. An embedder that fails leaves the clusters as the stored vectors formed them.
     """
     short = short_of_gate(regrouped.clusters, stored, authors, policy)
     clusters = regrouped.clusters
@@ -191,7 +185,7 @@ def _merged_on_instructions(
     content = {r.id: r.content for r in scope.members}
     ids = [i for n in short for i in clusters[n].member_ids]
     try:
-        vectors = _instruction_vectors(core, [content[i] for i in ids])
+        vectors = core.instruction_embedder.embed([content[i] for i in ids], kind="document")
     except ReflexioError as exc:  # a hosted embedder is down: the stored vectors decide
         log.warning("instructions not embedded, clusters as the stored vectors formed them: %s", exc)
         return regrouped
@@ -202,33 +196,6 @@ def _merged_on_instructions(
         joined=regrouped.joined,
         residual=regrouped.residual,
     )
-
-
-#: Instruction vectors kept between runs of this process, per (embedder, text): a scope's
-#: one-off preferences stay short of the gate run after run, and are compared each time one
-#: of them changes. About 1.5 KB each with the bundled embedder.
-INSTRUCTION_CACHE_ENTRIES = 10_000
-_instructions: OrderedDict[tuple[str, str], Vector] = OrderedDict()
-_instructions_lock = threading.Lock()
-
-
-def _instruction_vectors(core: Core, texts: Sequence[str]) -> list[Vector]:
-    """Document vectors of instruction texts, those embedded recently read from memory."""
-    model = core.embedder.name
-    with _instructions_lock:
-        found = {t: _instructions[(model, t)] for t in texts if (model, t) in _instructions}
-        for t in found:
-            _instructions.move_to_end((model, t))
-    missing = [t for t in dict.fromkeys(texts) if t not in found]
-    if missing:
-        fresh = dict(zip(missing, core.embedder.embed(missing, kind="document"), strict=True))
-        with _instructions_lock:
-            for t, v in fresh.items():
-                _instructions[(model, t)] = v
-            while len(_instructions) > INSTRUCTION_CACHE_ENTRIES:
-                _instructions.popitem(last=False)
-        found.update(fresh)
-    return [found[t] for t in texts]
 
 
 def basis_of(embed_model: str, similarity: float) -> str:

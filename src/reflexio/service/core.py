@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from reflexio.config import Settings
-from reflexio.embed import Embedder, open_embedder
+from reflexio.embed import CachedEmbedder, Embedder, open_embedder
 from reflexio.errors import ValidationError
 from reflexio.llm import LLM
 from reflexio.models.org_config import Config
 from reflexio.service.vault import Vault, load_keys
 from reflexio.storage import Storage, open_storage
 
-__all__ = ["HOT_PATH_CONFIG_AGE", "Core", "keep_private", "open_core"]
+__all__ = ["HOT_PATH_CONFIG_AGE", "INSTRUCTION_CACHE_ENTRIES", "Core", "keep_private", "open_core"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 KEYS_SEEN_SECONDS = 5.0
 #: Seconds-old org config that publish and search accept instead of reading storage per call.
 HOT_PATH_CONFIG_AGE = 1.0
+#: Instruction vectors a core remembers (``Core.instruction_embedder``): about 1.5 KB each
+#: with the bundled embedder.
+INSTRUCTION_CACHE_ENTRIES = 10_000
 
 
 _T = TypeVar("_T")
@@ -83,6 +86,7 @@ class Core:
         default_factory=lambda: _Recent[dict[str, Any] | None](), repr=False
     )
     _keys_seen_at: float = field(default=-math.inf, repr=False)
+    _instructions: CachedEmbedder | None = field(default=None, repr=False)
 
     def keys_exist(self) -> bool:
         """Whether any API key exists (so every ``/api`` request needs one).
@@ -138,6 +142,25 @@ class Core:
             key_file = self.settings.secret_key_file or self.settings.home / "secret.key"
             self._vault = Vault(load_keys(self.settings.secret_keys, key_file))
         return self._vault
+
+    @property
+    def instruction_embedder(self) -> Embedder:
+        """``embedder`` remembering the document vectors it made: what aggregation embeds the
+        instructions of user playbooks with.
+
+        A scope's one-off preferences stay short of the gate run after run, and are compared
+        each time one of them changes, so their vectors are worth keeping between runs, for
+        as long as the process (its core) lives. The cache is the core's rather than a module's
+        because it belongs to one embedder: it is made on first use and made again when
+        ``embedder`` is replaced (tests swap it), so one model's vectors never answer for
+        another's, and two cores in a process do not share one. Two threads making it at
+        once cost at most one cache dropped, never a wrong vector.
+        """
+        cache = self._instructions
+        if cache is None or cache.inner is not self.embedder:
+            cache = CachedEmbedder(self.embedder, INSTRUCTION_CACHE_ENTRIES, kinds=("document",))
+            self._instructions = cache
+        return cache
 
     def put_config(self, org_id: str, config: Config) -> None:
         """Store the org's config, its secrets encrypted, and forget the cached copy."""
