@@ -272,7 +272,9 @@ def main(argv: list[str] | None = None) -> None:
         default="0,200",
         help="extractors: 0 = rule extractor, N = scripted LLM with N ms per call",
     )
-    parser.add_argument("--users", type=int, default=48)
+    parser.add_argument(
+        "--users", type=int, default=240, help="one extraction job each (fewer drain too fast to time)"
+    )
     parser.add_argument("--publishes", type=int, default=4, help="requests of four turns per user")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "learning-postgres.json")
     args = parser.parse_args(argv)

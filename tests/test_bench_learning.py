@@ -1,6 +1,6 @@
 """The learning-throughput benchmark: a tiny run end to end on PostgreSQL, checking its report.
 
-The real run (48 users, 1, 2 and 4 worker processes) takes minutes; this one drains two users'
+The real run (240 users, 1, 2 and 4 worker processes) takes minutes; this one drains two users'
 jobs with one worker process, so it checks the plumbing (schema, filling, worker processes
 starting together, the lock sampler, the claim plan, the JSON), not the numbers.
 """
