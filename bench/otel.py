@@ -11,13 +11,18 @@ server (``python -m reflexio.api.server``, no workers, so only the request path 
   answers 200 to every export): every request is traced (FastAPI's spans and ours) and spans and
   metrics are exported in the background, as with a real collector.
 
-Rounds alternate the order (off, on / on, off, ...) so drift on a shared machine hits both
+* **sampled** (with ``--sampled RATIO``): as *on*, with the SDK's own standard sampler settings
+  ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=RATIO``: a
+  request whose caller sent no ``traceparent`` is traced with that probability, the way a busy
+  production service traces.
+
+Rounds rotate the order (off, on / on, off, ...) so drift on a shared machine hits every arm
 alike; each round restarts the server. Besides latency, each round records the server
 process's CPU time per request (user + system, all its threads, the exporting ones included):
 on a shared machine latency is mostly waiting for a core, and CPU is what telemetry costs.
 Publish and search run sequentially over one keep-alive connection each; the first tenth of
 each round is warm-up. Goal: ``on`` p95 within 10 % of
-``off`` for both.
+``off`` for both (the *on* arm).
 """
 
 from __future__ import annotations
@@ -130,28 +135,32 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--learnings", type=int, default=1000)
+    parser.add_argument(
+        "--sampled", type=float, default=0.0, help="also run a sampled arm tracing this share of requests"
+    )
     args = parser.parse_args()
     sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     endpoint = f"http://127.0.0.1:{sink.server_address[1]}"
-    pooled: dict[str, dict[str, list[float]]] = {
-        "off": {"search": [], "publish": []},
-        "on": {"search": [], "publish": []},
-    }
-    cpu: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in pooled}
+    arms = ["off", "on", *(["sampled"] if args.sampled else [])]
+    pooled: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in arms}
+    cpu: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in arms}
     with tempfile.TemporaryDirectory() as folder:
-        homes = {name: Path(folder) / name for name in pooled}
+        homes = {name: Path(folder) / name for name in arms}
         for round_no in range(args.rounds):
-            order = ["off", "on"] if round_no % 2 == 0 else ["on", "off"]
+            order = arms[round_no % len(arms) :] + arms[: round_no % len(arms)]
             for name in order:
                 home = homes[name]
                 env = {
                     "REFLEXIO_HOME": str(home),
                     "REFLEXIO_STORAGE_URL": f"sqlite:///{home}/db.sqlite",
                     "REFLEXIO_WORKERS": "0",
-                    "REFLEXIO_OTEL_ENDPOINT": endpoint if name == "on" else "",
+                    "REFLEXIO_OTEL_ENDPOINT": endpoint if name != "off" else "",
                     "OTEL_EXPORTER_OTLP_ENDPOINT": "",
                 }
+                if name == "sampled":
+                    env |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}
+                    env |= {"OTEL_TRACES_SAMPLER_ARG": str(args.sampled)}
                 result, used = one_round(
                     env, args.requests, round_no * args.requests, round_no > 0, args.learnings
                 )
@@ -160,15 +169,15 @@ def main() -> None:
                     cpu[name][op].append(used[op])
     sink.shutdown()
     ms = {name: {op: percentiles(times) for op, times in ops.items()} for name, ops in pooled.items()}
-    overhead = {
-        op: round(100 * (ms["on"][op]["p95"] - ms["off"][op]["p95"]) / ms["off"][op]["p95"], 1)
-        for op in ("publish", "search")
-    }
     cpu_ms = {name: {op: round(sum(v) / len(v), 3) for op, v in ops.items()} for name, ops in cpu.items()}
-    cpu_overhead = {
-        op: round(100 * (cpu_ms["on"][op] - cpu_ms["off"][op]) / cpu_ms["off"][op], 1)
-        for op in ("publish", "search")
-    }
+
+    def over(arm: str) -> tuple[dict[str, float], dict[str, float]]:
+        """p95 and CPU overhead of ``arm`` over ``off``, in percent, per operation."""
+        p95 = {op: _percent(ms[arm][op]["p95"], ms["off"][op]["p95"]) for op in ("publish", "search")}
+        used = {op: _percent(cpu_ms[arm][op], cpu_ms["off"][op]) for op in ("publish", "search")}
+        return p95, used
+
+    overhead, cpu_overhead = over("on")
     report = {
         "benchmark": "otel",
         "machine": machine(),
@@ -184,6 +193,13 @@ def main() -> None:
         "cpu_overhead_percent": cpu_overhead,
         "load_average": os.getloadavg(),
     }
+    if args.sampled:
+        sampled_p95, sampled_cpu = over("sampled")
+        report |= {
+            "sampled_ratio": args.sampled,
+            "sampled_p95_overhead_percent": sampled_p95,
+            "sampled_cpu_overhead_percent": sampled_cpu,
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     summary = {
@@ -193,6 +209,10 @@ def main() -> None:
         "cpu_overhead_percent": cpu_overhead,
     }
     print(json.dumps(summary | {"exports": _Sink.received}, indent=2))
+
+
+def _percent(value: float, base: float) -> float:
+    return round(100 * (value - base) / base, 1)
 
 
 if __name__ == "__main__":
