@@ -2,17 +2,47 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import threading
 from typing import Any
 
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.testclient import TestClient
 
 LOOPBACK = ("127.0.0.1", 50_000)
 
+_loop_lock = threading.Lock()
+_loop: list[BlockingPortal] = []
+
 
 def make_client(app: Any, *, peer: tuple[str, int] = LOOPBACK, key: str | None = None) -> TestClient:
-    """A caller at ``peer``, optionally presenting an API key; redirects are never followed."""
+    """A caller at ``peer``, optionally presenting an API key; redirects are never followed.
+
+    Its requests run on the test process's one event loop (see ``_event_loop``), as a server's do.
+    """
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return TestClient(app, base_url="http://127.0.0.1", client=peer, headers=headers, follow_redirects=False)
+    client = TestClient(
+        app, base_url="http://127.0.0.1", client=peer, headers=headers, follow_redirects=False
+    )
+    client.portal = _event_loop()  # what ``with TestClient(app)`` sets, without running the lifespan
+    return client
+
+
+def _event_loop() -> BlockingPortal:
+    """The event loop, in its own thread, that serves every in-process client of this process.
+
+    Left alone, Starlette's TestClient starts a new thread and event loop for every request:
+    thousands per run, and one CI run hung for good when such a thread died before its loop
+    started (``start_blocking_portal`` then waits forever). One long-lived loop is also what a
+    server process has. It is stopped when the test process exits.
+    """
+    with _loop_lock:
+        if not _loop:
+            stack = contextlib.ExitStack()
+            _loop.append(stack.enter_context(start_blocking_portal()))
+            atexit.register(stack.close)
+        return _loop[0]
 
 
 def turn(content: str, role: str = "User", **extra: Any) -> dict[str, Any]:
