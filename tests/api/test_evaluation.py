@@ -178,6 +178,23 @@ def test_a_learning_that_keeps_hurting_is_retired_with_its_evidence_and_can_be_r
     again = lead.post("/api/revert_reflection_action", json={"action_id": action["action_id"]})
     assert again.status_code == 409
 
+    # Restored, it is judged on what happens from now on: the three sessions before the
+    # reviewer's decision do not count again (keys exist now: the
+    # reviewer's key publishes), so one more bad session does not retire it...
+    _harmful_session(lead, "r0", playbook, REPLIES[0])
+    run_due_evaluations(core)
+    assert len(ok(lead.post("/api/get_reflection_actions", json={}))["actions"]) == 1
+    assert (
+        core.storage.get_learnings("self-host-org", LearningFilter(ids=(playbook,)))[0].status
+        is LearningStatus.CURRENT
+    )
+    # ...and three since the restoration do, as the first three did.
+    for i, reply in enumerate(REPLIES[1:], start=1):
+        _harmful_session(lead, f"r{i}", playbook, reply)
+    run_due_evaluations(core)
+    latest, _ = ok(lead.post("/api/get_reflection_actions", json={}))["actions"]
+    assert (latest["action"], latest["evidence"]["hurt"]) == ("retire", 3)
+
 
 def test_with_approval_required_a_hurting_learning_is_suspended_for_review(
     client: TestClient, core: Core
