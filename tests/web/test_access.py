@@ -167,3 +167,33 @@ def test_a_key_that_is_not_a_reviewer_may_look_but_not_decide(page: Any, orgs: T
         if p.agent_playbook_id == orgs.playbook_a
     ]
     assert row.playbook_status.value == "pending"  # as over REST: only a reviewer decides
+
+
+@pytest.mark.refusals
+def test_a_decision_with_bad_input_says_what_is_wrong_and_changes_nothing(page: Any, orgs: TwoOrgs) -> None:
+    url, core = orgs.served.url, orgs.served.core
+    _sign_in(page, url, orgs.key_a, "/ui/review")
+    token = page.locator("input[name=csrf_token]").first.get_attribute("value")
+    approve = f"{url}/ui/review/{orgs.playbook_a}/approve"
+
+    answer = page.request.post(f"{url}/ui/review/first/approve", form={"csrf_token": token})
+    assert answer.status == 400 and "an agent playbook id is a number" in answer.text()
+    answer = page.request.post(approve, form={"expected": "maybe", "csrf_token": token})
+    assert answer.status == 400 and "expected must be one of" in answer.text()
+    answer = page.request.post(approve, form={"note": "x" * 2_001, "csrf_token": token})
+    assert answer.status == 400 and "a note is at most 2000 characters" in answer.text()
+
+    # Someone else decided meanwhile (the card was rendered as "approved"): a plain post is a
+    # 409 naming the current state; from the card (htmx) the card comes back, as it is now.
+    answer = page.request.post(approve, form={"expected": "approved", "csrf_token": token})
+    assert answer.status == 409 and "pending" in answer.text()
+    answer = page.request.post(
+        approve, form={"expected": "approved", "csrf_token": token}, headers={"HX-Request": "true"}
+    )
+    assert answer.status == 200 and "Not approved:" in answer.text()
+    (row,) = [
+        p
+        for p in playbooks.get_agent_playbooks(core, "acme", GetAgentPlaybooksRequest()).agent_playbooks
+        if p.agent_playbook_id == orgs.playbook_a
+    ]
+    assert row.playbook_status.value == "pending"
