@@ -3,6 +3,7 @@ and resumed across a ``kill -9`` of the server without a gap or a duplicate."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reflexio import ReflexioClient
+from reflexio import AsyncReflexioClient, ReflexioClient
+from reflexio.errors import AuthenticationError
 from reflexio.models.api_events import StreamEvent
 from reflexio.service import keys
 from tests.cli.conftest import free_port
@@ -47,6 +49,33 @@ def test_the_stream_serves_what_happened_with_filters(live: Live) -> None:
         assert list(api.events(after=before, follow=False, kinds=["profile"])) == []
     wrong = httpx.get(f"{live.url}/api/events", params={"types": "learning.exploded", "follow": "false"})
     assert wrong.status_code == 422 and "learning.exploded" in wrong.text
+
+
+def test_the_async_client_follows_the_stream_and_reports_a_refusal(live: Live) -> None:
+    async def follow() -> list[StreamEvent]:
+        async with AsyncReflexioClient(url_endpoint=live.url) as api:
+            backlog = [e async for e in api.events(after=0, follow=False)]
+            stream = api.events(after=max((e.id for e in backlog), default=0), types=["learning.created"])
+            # The rules are added while the stream is open: it delivers them as they commit.
+            adding = asyncio.create_task(asyncio.to_thread(add_rules, live.url, "ev-async", 2))
+            seen = [await anext(stream), await anext(stream)]
+            await adding
+            await stream.aclose()
+        return seen
+
+    async def keyless() -> None:
+        async with AsyncReflexioClient(url_endpoint=live.url) as stranger:
+            await anext(stranger.events(follow=False))
+
+    seen = asyncio.run(follow())
+    assert [e.data["content"] for e in seen] == ["Rule number 0 of ev-async", "Rule number 1 of ev-async"]
+    assert seen[1].id == seen[0].id + 1
+    record, _ = keys.create_key(live.core, "events-async-org")  # from now on a key is required
+    try:
+        with pytest.raises(AuthenticationError, match="Bearer token is missing"):
+            asyncio.run(keyless())
+    finally:
+        keys.revoke_key(live.core, record.id, "events-async-org")
 
 
 def test_an_org_sees_only_its_own_events(live: Live) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -211,12 +211,13 @@ class ReflexioClient:
         after: int | None = None,
         follow: bool = True,
         give_up_after: float | None = None,
-    ) -> Iterator[StreamEvent]:
+    ) -> Generator[StreamEvent, None, None]:
         """Follow what happens to the org's learnings and work, as it happens (``GET /api/events``).
 
         Learnings created, superseded, retired, approved and rejected, jobs dead-lettered and
         evaluations finished, in the order they were committed. A dropped connection is
-        resumed after the last event delivered, so each event arrives exactly once.
+        resumed after the last event delivered, so each event arrives exactly once. Stopping
+        early, ``close()`` the generator to drop the connection at once.
 
         Args:
             types: Event types to receive (see ``reflexio.models.api_events.EVENT_TYPES``).
@@ -399,12 +400,13 @@ class AsyncReflexioClient:
         after: int | None = None,
         follow: bool = True,
         give_up_after: float | None = None,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Follow the org's learnings and work as they change: ``async for event in client.events()``.
 
         Learnings created, superseded, retired, approved and rejected, jobs dead-lettered and
         evaluations finished, in the order they were committed. A dropped connection is
-        resumed after the last event delivered, so each event arrives exactly once.
+        resumed after the last event delivered, so each event arrives exactly once. Stopping
+        early, ``await events.aclose()`` drops the connection at once.
 
         Args:
             types: Event types to receive (see ``reflexio.models.api_events.EVENT_TYPES``).

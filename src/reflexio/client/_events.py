@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,7 @@ class EventQuery:
         return event
 
 
-def _events(lines: Iterable[str]) -> Iterator[StreamEvent]:
+def _events(lines: Iterable[str]) -> Generator[StreamEvent, None, None]:
     data: list[str] = []
     for line in lines:
         if line == "":
@@ -84,8 +84,11 @@ def _events(lines: Iterable[str]) -> Iterator[StreamEvent]:
         # "id:", "event:", "retry:" and ":" comments: the data carries the id and type too
 
 
-def iter_events(http: httpx.Client, query: EventQuery) -> Iterator[StreamEvent]:
-    """Events as they come; reconnects (``Last-Event-ID``) when the connection drops."""
+def iter_events(http: httpx.Client, query: EventQuery) -> Generator[StreamEvent, None, None]:
+    """Events as they come; reconnects (``Last-Event-ID``) when the connection drops.
+
+    A generator, so a caller that stops early can ``close()`` it and drop the connection now.
+    """
     lost_since: float | None = None
     while True:
         try:
@@ -105,7 +108,7 @@ def iter_events(http: httpx.Client, query: EventQuery) -> Iterator[StreamEvent]:
         time.sleep(RECONNECT_SECONDS)
 
 
-async def aiter_events(http: httpx.AsyncClient, query: EventQuery) -> AsyncIterator[StreamEvent]:
+async def aiter_events(http: httpx.AsyncClient, query: EventQuery) -> AsyncGenerator[StreamEvent, None]:
     """The same as :func:`iter_events`, for ``AsyncReflexioClient``."""
     lost_since: float | None = None
     while True:
