@@ -157,7 +157,11 @@ def _cached_grade(core: Core, org_id: str, user_id: str, session_id: str) -> Eva
     newest = core.storage.list_interactions(
         org_id, InteractionFilter(user_id=user_id, session_id=session_id), limit=1, newest_first=True
     )
-    if newest and newest[0].created_at > rows[0].created_at:
+    # By id, not time: turns keep whole seconds, so one published in the verdict's own second
+    # would look older than it. A verdict from before the judge recorded its last turn is
+    # judged again.
+    judged_up_to = rows[0].result.get("last_interaction_id")
+    if not isinstance(judged_up_to, int) or (newest and newest[0].id > judged_up_to):
         return None
     return rows[0]
 

@@ -253,7 +253,13 @@ def judge(
     shadows = _shadow_verdicts(turns, picked_llm, config)
     result["regular_vs_shadow"] = _regular_vs_shadow(shadows)
     result.update(
-        {"user_id": user_id, "session_id": session_id, "agent_version": agent_version, "source": source}
+        {
+            "user_id": user_id,
+            "session_id": session_id,
+            "agent_version": agent_version,
+            "source": source,
+            "last_interaction_id": max(t.id for t in turns),  # what a later turn is newer than
+        }
     )
     out.session = out.record("session", result)
     times = {t.id: t.created_at for t in turns}
