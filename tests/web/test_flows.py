@@ -13,8 +13,10 @@ through the API would, to have a long queue.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,6 +178,20 @@ def test_a_rewrite_shows_its_diff_and_lands_in_the_history(page: Any, org: Serve
     latest = page.locator("ol.timeline li").last  # the history reads oldest first
     assert "by local" in latest.inner_text() and "clearer" in latest.inner_text()
     assert "original" in " ".join(latest.locator("[data-diff=content] ins").all_inner_texts())
+
+
+def test_a_user_page_exports_everything_stored_about_them(page: Any, org: Served) -> None:
+    user = USERS[1]
+    page.goto(org.url + f"/ui/users/{user}")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export everything (JSON)").click()
+    assert download.value.suggested_filename == f"reflexio-user-{user}.json"
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert exported["user_id"] == user and exported["format_version"] == 1
+    assert [r["session_id"] for r in exported["requests"]] == [f"{user}-1"]
+    assert CORRECTION in [i["content"] for i in exported["interactions"]]
+    assert exported["user_playbooks"] and {p["user_id"] for p in exported["user_playbooks"]} == {user}
+    assert all(other not in json.dumps(exported) for other in USERS if other != user)
 
 
 @pytest.mark.refusals
