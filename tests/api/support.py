@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import threading
+import functools
 from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.testclient import TestClient
 
 LOOPBACK = ("127.0.0.1", 50_000)
-
-_loop_lock = threading.Lock()
-_loop: list[BlockingPortal] = []
 
 
 def make_client(app: Any, *, peer: tuple[str, int] = LOOPBACK, key: str | None = None) -> TestClient:
@@ -29,6 +26,7 @@ def make_client(app: Any, *, peer: tuple[str, int] = LOOPBACK, key: str | None =
     return client
 
 
+@functools.cache
 def _event_loop() -> BlockingPortal:
     """The event loop, in its own thread, that serves every in-process client of this process.
 
@@ -37,12 +35,9 @@ def _event_loop() -> BlockingPortal:
     started (``start_blocking_portal`` then waits forever). One long-lived loop is also what a
     server process has. It is stopped when the test process exits.
     """
-    with _loop_lock:
-        if not _loop:
-            stack = contextlib.ExitStack()
-            _loop.append(stack.enter_context(start_blocking_portal()))
-            atexit.register(stack.close)
-        return _loop[0]
+    stack = contextlib.ExitStack()
+    atexit.register(stack.close)
+    return stack.enter_context(start_blocking_portal())
 
 
 def turn(content: str, role: str = "User", **extra: Any) -> dict[str, Any]:
