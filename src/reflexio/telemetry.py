@@ -38,6 +38,7 @@ __all__ = [
     "continued",
     "current",
     "observe",
+    "operation",
     "prometheus_text",
     "span",
     "tracing",
@@ -132,8 +133,8 @@ def span(name: str, **attributes: Any) -> Any:
     """A span around a block, child of the current one (a no-op until tracing is configured).
 
     Once :func:`configure` has installed tracing, this goes straight to the SDK's tracer with
-    a small context manager (no proxy tracer, no generator-based context managers: a search
-    opens three spans, and on the request path that indirection was measurable). When
+    a small context manager (no proxy tracer, no generator-based context managers: on the
+    request path that indirection was measurable). When
     :func:`configure` ran without tracing, it is a shared no-op. Before :func:`configure`,
     it uses whatever tracer provider the host application installed, through the API.
     """
@@ -144,6 +145,43 @@ def span(name: str, **attributes: Any) -> Any:
     if _state:
         return _NO_SPAN
     return _tracer.start_as_current_span(name, attributes=clean)
+
+
+def operation(name: str, **attributes: Any) -> Any:
+    """The span of one service operation (a search, a publish): for its attributes and errors.
+
+    Inside a traced HTTP request that is the request's own server span: the operation's
+    attributes (``reflexio.operation`` naming it) and an exception that escapes it are recorded
+    there. A child span would repeat the server span's timing and cost as much again: every
+    span costs its start and end on the request path and its protobuf encoding on the
+    exporting thread, and with two spans a request that was most of what tracing cost it
+    (``bench/otel``). Anywhere else (the SDK in process, a worker, the CLI) it is a span of its
+    own, as :func:`span`.
+    """
+    host = trace.get_current_span()
+    if getattr(host, "kind", None) is trace.SpanKind.SERVER and host.is_recording():
+        return _Annotated(host, {"reflexio.operation": name} | attributes)
+    return span(name, **attributes)
+
+
+class _Annotated:
+    """``with``: add attributes to a span already current, and record an exception that escapes.
+
+    The span's status is its owner's to set (a server span's is its HTTP status).
+    """
+
+    __slots__ = ("_attributes", "_span")
+
+    def __init__(self, host: trace.Span, attributes: dict[str, Any]) -> None:
+        self._span, self._attributes = host, attributes
+
+    def __enter__(self) -> trace.Span:
+        self._span.set_attributes({k: v for k, v in self._attributes.items() if v is not None})
+        return self._span
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        if error is not None:
+            self._span.record_exception(error)
 
 
 class _Span:

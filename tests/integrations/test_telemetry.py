@@ -74,14 +74,13 @@ def searched(traced: Live, method: str) -> None:
 
 def test_a_search_is_traced_with_its_arms(traced: Live) -> None:
     searched(traced, "search")
-    (search,) = spans("reflexio.search")
     (http,) = spans("POST /api/search")  # FastAPI's own server span
-    assert search.parent.span_id == http.context.span_id
-    # the arms are attributes of the search's span, not spans of their own: every span costs
-    # the request path and the exporting thread (bench/otel)
-    in_trace = [s.name for s in SPANS.get_finished_spans() if s.context.trace_id == search.context.trace_id]
-    assert sorted(in_trace) == ["POST /api/search", "reflexio.search"]
-    arms: dict[str, Any] = dict(search.attributes or {})
+    # one span per request: the search's attributes and its arms are the server span's, not
+    # spans of their own (every span costs the request path and the exporting thread: bench/otel)
+    in_trace = [s.name for s in SPANS.get_finished_spans() if s.context.trace_id == http.context.trace_id]
+    assert in_trace == ["POST /api/search"]
+    arms: dict[str, Any] = dict(http.attributes or {})
+    assert arms["reflexio.operation"] == "reflexio.search" and arms["reflexio.org"] == "self-host-org"
     assert arms["reflexio.search.fts_hits"] >= 1 and arms["reflexio.search.vector_hits"] >= 1
     assert arms["reflexio.search.mode"] == "hybrid" and arms["reflexio.search.degraded"] is False
     assert arms["reflexio.embedder"] == traced.core.embedder.name
@@ -91,10 +90,38 @@ def test_a_search_is_traced_with_its_arms(traced: Live) -> None:
     )
 
 
-def test_a_one_kind_search_has_its_own_span_with_its_arms(traced: Live) -> None:
+def test_a_one_kind_search_is_traced_with_its_arms(traced: Live) -> None:
     searched(traced, "search_agent_playbooks")
-    (search,) = spans("reflexio.search")
-    assert search.parent is not None and (search.attributes or {})["reflexio.search.fts_hits"] >= 1
+    (http,) = spans("POST /api/search_agent_playbooks")
+    assert (http.attributes or {})["reflexio.search.fts_hits"] >= 1
+
+
+def test_a_search_outside_a_request_has_a_span_of_its_own(traced: Live) -> None:
+    from reflexio.models import UnifiedSearchRequest
+    from reflexio.service import search
+
+    SPANS.clear()
+    search.search(traced.core, "self-host-org", UnifiedSearchRequest(query="which invoice number is it"))
+    (own,) = spans("reflexio.search")
+    assert own.parent is None and (own.attributes or {})["reflexio.search.mode"] == "hybrid"
+    assert "reflexio.operation" not in (own.attributes or {})  # its name says it
+
+
+def test_an_error_in_an_operation_is_recorded_on_the_request_span(traced: Live) -> None:
+    def publish(content: str) -> httpx.Response:
+        body = {"user_id": "otel-user", "session_id": "s", "request_id": "otel-conflict"}
+        return httpx.post(
+            f"{traced.url}/api/publish_interaction",
+            json=body | {"interaction_data_list": [{"content": content}]},
+        )
+
+    assert publish("hello there").status_code == 200
+    SPANS.clear()
+    assert publish("another payload under the same request id").status_code == 409
+    (http,) = spans("POST /api/publish_interaction")
+    assert [event.name for event in http.events] == ["exception"]
+    assert (http.attributes or {})["http.response.status_code"] == 409
+    assert http.status.status_code.name == "UNSET"  # a 4xx is the caller's error, not the server's
 
 
 def test_a_publish_continues_the_callers_trace(traced: Live) -> None:
@@ -110,8 +137,9 @@ def test_a_publish_continues_the_callers_trace(traced: Live) -> None:
         headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"},
     )
     assert response.status_code == 200, response.text
-    (publish,) = spans("reflexio.publish")
+    (publish,) = spans("POST /api/publish_interaction")
     assert format(publish.context.trace_id, "032x") == trace_id
+    assert publish.attributes["reflexio.operation"] == "reflexio.publish"
     assert publish.attributes["reflexio.turns"] == 1
     assert metric_points("reflexio.publish.duration")
 
@@ -153,7 +181,9 @@ def test_a_publish_trace_continues_in_the_job_that_learns_from_it(traced: Live) 
     ours = [s for s in spans("reflexio.job extract") if format(s.context.trace_id, "032x") == trace_id]
     assert ours, "the job did not continue the publish's trace (it is carried on the job row)"
     job = ours[0]
-    (publish,) = [s for s in spans("reflexio.publish") if s.context.trace_id == job.context.trace_id]
+    (publish,) = [
+        s for s in spans("POST /api/publish_interaction") if s.context.trace_id == job.context.trace_id
+    ]
     assert job.parent.span_id == publish.context.span_id
     in_job = [s for s in SPANS.get_finished_spans() if s.context.trace_id == job.context.trace_id]
     (llm,) = [s for s in in_job if s.name == "reflexio.llm extraction"]

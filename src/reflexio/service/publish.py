@@ -113,7 +113,7 @@ def publish(
         )
     started = time.perf_counter()
     attributes = {"reflexio.org": org_id, "reflexio.request_id": req.request_id}
-    with telemetry.span(
+    with telemetry.operation(
         "reflexio.publish", **attributes, **{"reflexio.turns": len(req.interaction_data_list)}
     ):
         out = _store(core, org_id, req, flush=flush)

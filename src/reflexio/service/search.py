@@ -358,7 +358,7 @@ def search(core: Core, org_id: str, req: UnifiedSearchRequest) -> UnifiedSearchV
     """
     quotas.charge(core, org_id, "searches")
     started = time.perf_counter()
-    with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": req.top_k}):
+    with telemetry.operation("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": req.top_k}):
         out = _unified(core, org_id, req)
     telemetry.SEARCH_MS.record((time.perf_counter() - started) * 1000, {"org": org_id})
     return out
@@ -455,7 +455,7 @@ def _run_single(
     plan = Plan(
         text=text, filters=(f,), top_k=top_k, threshold=_threshold(core, org_id, threshold), mode=mode
     )
-    with telemetry.span("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": top_k}):
+    with telemetry.operation("reflexio.search", **{"reflexio.org": org_id, "reflexio.top_k": top_k}):
         return rank(core, org_id, plan).hits[0]
 
 
