@@ -286,18 +286,20 @@ def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers
     from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     resource = Resource.create({"service.name": service_name})
     all_readers = [*readers, *_prometheus_reader()]
     span_processors: list[SpanProcessor] = [SimpleSpanProcessor(e) for e in exporters]
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
+        from reflexio.span_export import ChildSpanProcessor
+
         base = endpoint.rstrip("/")
-        span_processors.append(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
+        # exported from a child process: the OTLP encoding would hold this one's GIL
+        span_processors.append(ChildSpanProcessor(f"{base}/v1/traces", resource))
         all_readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics")))
     # No exemplars: with tracing on, the SDK's default samples one per histogram bucket from
     # every traced request, which was the largest single cost tracing added to a request
