@@ -1,28 +1,33 @@
-"""What OpenTelemetry export costs publish and search: an interleaved A/B of the same server.
+"""What OpenTelemetry export costs publish and search: the same server traced and not, side by side.
 
-``python -m bench.otel --out bench/results/otel.json [--rounds 4 --requests 400]``
+``python -m bench.otel --out bench/results/otel.json [--rounds 12 --batches 20 --batch 20]``
 
-Two stores (SQLite, the default embedder, 1,000 learnings), two ways of running the same
-server (``python -m reflexio.api.server``, no workers, so only the request path is measured):
+One store per arm (SQLite, the default embedder, 1,000 learnings), and these ways of running
+the same server (``python -m reflexio.api.server``, no workers, so only the request path is
+measured):
 
 * **off**: no ``REFLEXIO_OTEL_ENDPOINT``: no tracer provider, spans are no-ops; metrics are
   recorded in process for ``/metrics`` (that is the default of an install with the extra);
 * **on**: ``REFLEXIO_OTEL_ENDPOINT`` points at a local OTLP/HTTP sink (a loopback server that
-  answers 200 to every export): every request is traced (FastAPI's spans and ours) and spans and
-  metrics are exported in the background, as with a real collector.
-
+  answers 200 to every export): every request is traced and spans and metrics are exported in
+  the background, as with a real collector (spans by the server's exporting child process).
+* **off-again**: *off* once more, in a process of its own: how far two identical servers
+  differ here (an A/A test), the noise floor any overhead is read against;
 * **sampled** (with ``--sampled RATIO``): as *on*, with the SDK's own standard sampler settings
   ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=RATIO``: a
   request whose caller sent no ``traceparent`` is traced with that probability, the way a busy
   production service traces.
 
-Rounds rotate the order (off, on / on, off, ...) so drift on a shared machine hits every arm
-alike; each round restarts the server. Besides latency, each round records the server
-process's CPU time per request (user + system, all its threads, the exporting ones included):
-on a shared machine latency is mostly waiting for a core, and CPU is what telemetry costs.
-Publish and search run sequentially over one keep-alive connection each; the first tenth of
-each round is warm-up. Goal: ``on`` p95 within 10 % of
-``off`` for both (the *on* arm).
+The arms run side by side: each round starts one server per arm, then sends them batches of
+``--batch`` requests in turn (searches first, then publishes), the order rotating every batch,
+so that what else the machine is doing meets every arm alike within seconds; a server waits
+idle while another is served. Each round restarts the servers (a process's memory layout
+moves its timings too). Besides latency, each round records every server's CPU time per
+request (user + system, all its threads and its child processes, the exporting ones included,
+whenever they ran): on a shared machine latency is mostly waiting for a core, and CPU is what
+telemetry costs.
+Requests go over one keep-alive connection per server; each round's first batch per arm and
+operation is warm-up. Goal: ``on`` p95 within 10 % of ``off`` for both.
 """
 
 from __future__ import annotations
@@ -34,12 +39,14 @@ import os
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.ingest import _ack_round, machine, percentiles, server_process
+from bench.ingest import Publisher, body, machine, percentiles, server_process
 from reflexio import ReflexioClient
 
 QUERIES = [
@@ -87,53 +94,92 @@ def seed(url: str, count: int) -> None:
             )
 
 
-def timed_searches(url: str, n: int) -> list[float]:
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
-    times = []
-    try:
-        for i in range(n):
-            payload = json.dumps({"query": QUERIES[i % len(QUERIES)], "user_id": f"user{i % 50}", "top_k": 5})
-            started = time.perf_counter()
-            conn.request("POST", "/api/search", body=payload, headers={"Content-Type": "application/json"})
-            response = conn.getresponse()
-            answer = response.read()
-            times.append((time.perf_counter() - started) * 1000)
-            if response.status != 200:
-                raise RuntimeError(f"search answered {response.status}: {answer[:200]!r}")
-    finally:
-        conn.close()
-    return times[n // 10 :]
+class Searcher:
+    """A keep-alive HTTP connection that searches and checks the answer."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self._conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+
+    def search(self, i: int) -> None:
+        """POST one search and read the whole response; raise on anything but 200."""
+        payload = json.dumps({"query": QUERIES[i % len(QUERIES)], "user_id": f"user{i % 50}", "top_k": 5})
+        self._conn.request("POST", "/api/search", body=payload, headers={"Content-Type": "application/json"})
+        response = self._conn.getresponse()
+        answer = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"search answered {response.status}: {answer[:200]!r}")
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far (Linux ``/proc``)."""
+    """User + system CPU time a process and its running children have used so far (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = [
+        c for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()
+    ]
+    return own + sum(cpu_seconds(int(child)) for child in children)
+
+
+@dataclass
+class Arm:
+    """One arm's server in a round: where it listens, its process, its connections."""
+
+    url: str
+    pid: int
+    searcher: Searcher
+    publisher: Publisher
 
 
 def one_round(
-    env: dict[str, str], n: int, first: int, seeded: bool, learnings: int
-) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Latencies of ``n`` searches then ``n`` publishes, and the server's CPU ms per request of each."""
-    pids: list[int] = []
-    with server_process(env, pids) as url:
-        if not seeded:
-            seed(url, learnings)
-        started = cpu_seconds(pids[0])
-        searches = timed_searches(url, n)
-        between = cpu_seconds(pids[0])
-        publishes = _ack_round(url, n, first)
-        ended = cpu_seconds(pids[0])
-    cpu = {"search": (between - started) * 1000 / n, "publish": (ended - between) * 1000 / n}
-    return {"search": searches, "publish": publishes}, cpu
+    envs: dict[str, dict[str, str]], batches: int, batch: int, first: int, seeded: bool, learnings: int
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, float]]]:
+    """Every arm's latencies (ms) of interleaved searches then publishes, and its CPU ms per request.
+
+    The first batch of each arm and operation is warm-up (not kept, but its CPU is counted:
+    it is a request's like any other).
+    """
+    times: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in envs}
+    cpu: dict[str, dict[str, float]] = {name: {} for name in envs}
+    with ExitStack() as stack:
+        arms: dict[str, Arm] = {}
+        for name, env in envs.items():
+            pids: list[int] = []
+            url = stack.enter_context(server_process(env, pids))
+            if not seeded:
+                seed(url, learnings)
+            arms[name] = Arm(url, pids[0], Searcher(url), Publisher(url))
+            stack.callback(arms[name].searcher.close)
+            stack.callback(arms[name].publisher.close)
+        names = list(arms)
+        for op in ("search", "publish"):
+            started = {name: cpu_seconds(arm.pid) for name, arm in arms.items()}
+            for b in range(batches):
+                for name in names[b % len(names) :] + names[: b % len(names)]:
+                    arm, kept = arms[name], times[name][op]
+                    for k in range(batch):
+                        i = first + b * batch + k
+                        t = time.perf_counter()
+                        if op == "search":
+                            arm.searcher.search(i)
+                        else:
+                            arm.publisher.publish(body(i, 2))
+                        if b > 0:
+                            kept.append((time.perf_counter() - t) * 1000)
+            for name, arm in arms.items():
+                cpu[name][op] = (cpu_seconds(arm.pid) - started[name]) * 1000 / (batches * batch)
+    return times, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=12, help="server restarts")
+    parser.add_argument("--batches", type=int, default=20, help="batches per arm and operation, per round")
+    parser.add_argument("--batch", type=int, default=20, help="requests in a batch")
     parser.add_argument("--learnings", type=int, default=1000)
     parser.add_argument(
         "--sampled", type=float, default=0.0, help="also run a sampled arm tracing this share of requests"
@@ -142,31 +188,38 @@ def main() -> None:
     sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     endpoint = f"http://127.0.0.1:{sink.server_address[1]}"
-    arms = ["off", "on", *(["sampled"] if args.sampled else [])]
+    arms = ["off", "on", "off-again", *(["sampled"] if args.sampled else [])]
     pooled: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in arms}
     cpu: dict[str, dict[str, list[float]]] = {name: {"search": [], "publish": []} for name in arms}
+    per_round = args.batches * args.batch
     with tempfile.TemporaryDirectory() as folder:
-        homes = {name: Path(folder) / name for name in arms}
+        envs: dict[str, dict[str, str]] = {}
+        for name in arms:
+            home = Path(folder) / name
+            envs[name] = {
+                "REFLEXIO_HOME": str(home),
+                "REFLEXIO_STORAGE_URL": f"sqlite:///{home}/db.sqlite",
+                "REFLEXIO_WORKERS": "0",
+                "REFLEXIO_OTEL_ENDPOINT": "" if name.startswith("off") else endpoint,
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "",
+            }
+            if name == "sampled":
+                envs[name] |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}
+                envs[name] |= {"OTEL_TRACES_SAMPLER_ARG": str(args.sampled)}
         for round_no in range(args.rounds):
-            order = arms[round_no % len(arms) :] + arms[: round_no % len(arms)]
-            for name in order:
-                home = homes[name]
-                env = {
-                    "REFLEXIO_HOME": str(home),
-                    "REFLEXIO_STORAGE_URL": f"sqlite:///{home}/db.sqlite",
-                    "REFLEXIO_WORKERS": "0",
-                    "REFLEXIO_OTEL_ENDPOINT": endpoint if name != "off" else "",
-                    "OTEL_EXPORTER_OTLP_ENDPOINT": "",
-                }
-                if name == "sampled":
-                    env |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}
-                    env |= {"OTEL_TRACES_SAMPLER_ARG": str(args.sampled)}
-                result, used = one_round(
-                    env, args.requests, round_no * args.requests, round_no > 0, args.learnings
-                )
-                for op, times in result.items():
-                    pooled[name][op].extend(times)
-                    cpu[name][op].append(used[op])
+            order = arms[round_no % len(arms) :] + arms[: round_no % len(arms)]  # who starts first
+            result, used = one_round(
+                {name: envs[name] for name in order},
+                args.batches,
+                args.batch,
+                round_no * per_round,
+                round_no > 0,
+                args.learnings,
+            )
+            for name in arms:
+                for op in ("search", "publish"):
+                    pooled[name][op].extend(result[name][op])
+                    cpu[name][op].append(used[name][op])
     sink.shutdown()
     ms = {name: {op: percentiles(times) for op, times in ops.items()} for name, ops in pooled.items()}
     cpu_ms = {name: {op: round(sum(v) / len(v), 3) for op, v in ops.items()} for name, ops in cpu.items()}
@@ -178,11 +231,13 @@ def main() -> None:
         return p95, used
 
     overhead, cpu_overhead = over("on")
+    noise, cpu_noise = over("off-again")
     report = {
         "benchmark": "otel",
         "machine": machine(),
         "rounds": args.rounds,
-        "requests_per_round": args.requests,
+        "requests_per_round": per_round,
+        "batch": args.batch,
         "learnings": args.learnings,
         "otlp_exports_received": _Sink.received,
         "goal": "on p95 within 10% of off, for publish and search",
@@ -191,6 +246,8 @@ def main() -> None:
         "server_cpu_ms_per_request": cpu_ms,
         "server_cpu_per_round": cpu,
         "cpu_overhead_percent": cpu_overhead,
+        "a_a_p95_difference_percent": noise,
+        "a_a_cpu_difference_percent": cpu_noise,
         "load_average": os.getloadavg(),
     }
     if args.sampled:
@@ -207,6 +264,8 @@ def main() -> None:
         "p95_overhead_percent": overhead,
         "cpu_ms": cpu_ms,
         "cpu_overhead_percent": cpu_overhead,
+        "a_a_p95_difference_percent": noise,
+        "a_a_cpu_difference_percent": cpu_noise,
     }
     print(json.dumps(summary | {"exports": _Sink.received}, indent=2))
 
