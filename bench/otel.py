@@ -3,8 +3,9 @@
 ``python -m bench.otel --out bench/results/otel.json [--rounds 12 --batches 20 --batch 20]``
 
 One store per arm (SQLite, the default embedder, 1,000 learnings), and these ways of running
-the same server (``python -m reflexio.api.server``, no workers, so only the request path is
-measured):
+the same server (``python -m reflexio.api.server``; by default without job workers, so only the
+request path is measured: the worst case for a cost added to each request; ``--workers N``
+runs them as bench/ingest does, learning from what is published while requests are timed):
 
 * **off**: no ``REFLEXIO_OTEL_ENDPOINT``: no tracer provider, spans are no-ops; metrics are
   recorded in process for ``/metrics`` (that is the default of an install with the extra);
@@ -182,6 +183,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20, help="requests in a batch")
     parser.add_argument("--learnings", type=int, default=1000)
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="job workers per server (their own process, as bench/ingest runs them): learning competes",
+    )
+    parser.add_argument(
         "--sampled", type=float, default=0.0, help="also run a sampled arm tracing this share of requests"
     )
     args = parser.parse_args()
@@ -199,7 +206,8 @@ def main() -> None:
             envs[name] = {
                 "REFLEXIO_HOME": str(home),
                 "REFLEXIO_STORAGE_URL": f"sqlite:///{home}/db.sqlite",
-                "REFLEXIO_WORKERS": "0",
+                "REFLEXIO_WORKERS": str(args.workers),
+                "REFLEXIO_WORKER_PROCESS": "1",
                 "REFLEXIO_OTEL_ENDPOINT": "" if name.startswith("off") else endpoint,
                 "OTEL_EXPORTER_OTLP_ENDPOINT": "",
             }
@@ -239,6 +247,7 @@ def main() -> None:
         "requests_per_round": per_round,
         "batch": args.batch,
         "learnings": args.learnings,
+        "workers": args.workers,
         "otlp_exports_received": _Sink.received,
         "goal": "on p95 within 10% of off, for publish and search",
         "ms": ms,
