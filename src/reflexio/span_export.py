@@ -247,8 +247,10 @@ def _child(endpoint: str, stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
 
 if __name__ == "__main__":
-    # Ctrl-C in a terminal reaches the whole process group: the child leaves when its parent
-    # closes the pipe, after exporting what the parent shipped last.
+    # Ctrl-C in a terminal, or a service manager stopping the server's process group, reaches
+    # this process too: it leaves when its parent closes the pipe (or dies), after exporting
+    # what the parent shipped last, which the parent flushes as it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING)
     _child(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)

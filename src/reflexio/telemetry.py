@@ -37,6 +37,7 @@ __all__ = [
     "configure",
     "continued",
     "current",
+    "flush",
     "observe",
     "operation",
     "prometheus_text",
@@ -282,6 +283,17 @@ def configure(
         return True
 
 
+def flush(timeout_seconds: float = 10.0) -> None:
+    """Export now what this process's spans and metrics hold (a server or worker about to stop).
+
+    The SDK flushes at interpreter exit, but a server uvicorn stopped on a signal never gets
+    there: uvicorn ends the process by raising the signal again once it has shut down. So the
+    server flushes as its lifespan ends, and a worker as it stops.
+    """
+    for provider in _state.get("providers", ()):
+        provider.force_flush(int(timeout_seconds * 1000))
+
+
 def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers: Sequence[Any]) -> None:
     from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.resources import Resource
@@ -308,12 +320,14 @@ def _install(service_name: str, endpoint: str, exporters: Sequence[Any], readers
         resource=resource, metric_readers=all_readers, exemplar_filter=AlwaysOffExemplarFilter()
     )
     metrics.set_meter_provider(meter_provider)
+    _state["providers"] = [meter_provider]
     if span_processors:
         provider = TracerProvider(resource=resource)
         for processor in span_processors:
             provider.add_span_processor(processor)
         trace.set_tracer_provider(provider)
         _state["tracer"] = provider.get_tracer("reflexio")
+        _state["providers"].append(provider)
     _state.update(sdk=True, tracing=bool(span_processors), prometheus=bool(_state.get("registry")))
 
 

@@ -118,6 +118,7 @@ async def _workers(
                 ready_file.unlink(missing_ok=True)
             pool.stop(left)
         core.close()
+        telemetry.flush()  # uvicorn ends a signalled process before exit handlers could
 
 
 def serve(settings: Settings, *, mounts: Sequence[MountFactory] = (), front: Front | None = None) -> None:

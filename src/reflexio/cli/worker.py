@@ -105,6 +105,7 @@ def _work(
             _serve_queue(core, size, grace, stop, parent, ready)
         finally:
             core.close()
+            telemetry.flush()
     log.info("worker stopped")
     data = {"stopped": True, "concurrency": size, "storage_url": where}
     return Result(data, message=f"worker stopped ({size} thread(s) on {where})")
