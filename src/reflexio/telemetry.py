@@ -5,8 +5,9 @@ no-op until :func:`configure` installs the SDK (the ``otel`` extra), so a server
 with nothing configured, pays next to nothing. :func:`configure` runs once per process (the API
 server, the worker process, ``reflexio worker``):
 
-* traces go to the OTLP/HTTP endpoint of ``Settings.otel_endpoint``, and nowhere when it is
-  unset (no tracer provider is installed, spans stay no-ops);
+* traces go to the OTLP/HTTP endpoint of ``Settings.otel_endpoint`` (exported by a child
+  process, ``reflexio.span_export``), and nowhere when it is unset (no tracer provider is
+  installed, spans stay no-ops);
 * metrics are always readable as Prometheus text (``/metrics``, see :func:`prometheus_text`),
   and pushed over OTLP too when the endpoint is set.
 
@@ -135,9 +136,9 @@ def span(name: str, **attributes: Any) -> Any:
 
     Once :func:`configure` has installed tracing, this goes straight to the SDK's tracer with
     a small context manager (no proxy tracer, no generator-based context managers: on the
-    request path that indirection was measurable). When
-    :func:`configure` ran without tracing, it is a shared no-op. Before :func:`configure`,
-    it uses whatever tracer provider the host application installed, through the API.
+    request path that indirection was measurable). When :func:`configure` ran without
+    tracing, it is a shared no-op. Before :func:`configure`, it uses whatever tracer provider
+    the host application installed, through the API.
     """
     clean = {k: v for k, v in attributes.items() if v is not None}
     tracer = _state.get("tracer")
@@ -154,10 +155,9 @@ def operation(name: str, **attributes: Any) -> Any:
     Inside a traced HTTP request that is the request's own server span: the operation's
     attributes (``reflexio.operation`` naming it) and an exception that escapes it are recorded
     there. A child span would repeat the server span's timing and cost as much again: every
-    span costs its start and end on the request path and its protobuf encoding on the
-    exporting thread, and with two spans a request that was most of what tracing cost it
-    (``bench/otel``). Anywhere else (the SDK in process, a worker, the CLI) it is a span of its
-    own, as :func:`span`.
+    span costs its start and end on the request path and its export, and a second span a
+    request nearly doubled what tracing cost it (``bench/otel``). Anywhere else (the SDK in
+    process, a worker, the CLI) it is a span of its own, as :func:`span`.
     """
     host = trace.get_current_span()
     if getattr(host, "kind", None) is trace.SpanKind.SERVER and host.is_recording():
