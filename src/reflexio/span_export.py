@@ -64,16 +64,20 @@ class ChildSpanProcessor(SpanProcessor):
         resource: The resource every span of this process carries.
         batch: Spans pending that wake the shipping thread before its delay is up.
         delay: Seconds between shipments when fewer than ``batch`` spans are pending.
+        queue: Spans kept pending at most (the oldest are dropped past it, as when the pipe
+            is slower than the spans come).
     """
 
-    def __init__(self, endpoint: str, resource: Resource, *, batch: int = 512, delay: float = 1.0) -> None:
+    def __init__(
+        self, endpoint: str, resource: Resource, *, batch: int = 512, delay: float = 1.0, queue: int = 8192
+    ) -> None:
         self._child = subprocess.Popen(
             [sys.executable, "-m", "reflexio.span_export", endpoint],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
         )
-        self._pending: deque[Flat] = deque()
+        self._pending: deque[Flat] = deque(maxlen=queue)
         self._batch, self._delay = batch, delay
         self._wake = threading.Event()
         self._pipe = threading.Lock()  # one writer at a time: the thread, a flush, the shutdown
@@ -89,7 +93,7 @@ class ChildSpanProcessor(SpanProcessor):
         return None
 
     def on_end(self, span: ReadableSpan) -> None:
-        if self._closed or span.context is None or not span.context.trace_flags.sampled:
+        if self._closed or self._broken or span.context is None or not span.context.trace_flags.sampled:
             return
         self._pending.append(_flatten(span))  # deque.append is atomic: no lock on the request path
         if len(self._pending) >= self._batch:
@@ -136,7 +140,10 @@ class ChildSpanProcessor(SpanProcessor):
             self._wake.wait(self._delay)
             self._wake.clear()
             with self._pipe:
-                self._ship()
+                try:
+                    self._ship()
+                except Exception:  # a batch that cannot be written is dropped; the thread goes on
+                    log.exception("shipping spans to the export process failed")
 
     def _ship(self) -> None:
         """Send the pending spans (the caller holds ``_pipe``)."""

@@ -163,6 +163,16 @@ def test_shutdown_exports_what_is_pending_and_the_child_exits(collector: Collect
     assert processor._child.poll() == 0
 
 
+def test_past_its_queue_the_oldest_pending_spans_are_dropped(collector: Collector) -> None:
+    processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), delay=60, queue=5)
+    tracer = traced(processor)
+    for n in range(10):
+        with tracer.start_as_current_span(f"span {n}"):
+            pass
+    processor.shutdown()
+    assert sorted(s["span"].name for s in collector.spans) == [f"span {n}" for n in range(5, 10)]
+
+
 def test_a_full_batch_is_shipped_before_the_delay(collector: Collector) -> None:
     processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), batch=10, delay=60)
     tracer = traced(processor)
