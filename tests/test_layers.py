@@ -22,7 +22,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "reflexio"
 LAYER = {
-    "prompt_text": -1, "environment": -1, "models": 0, "errors": 0, "config": 0, "records": 0, "span_export": 0,
+    "prompt_text": -1, "environment": -1,
+    "models": 0, "errors": 0, "config": 0, "records": 0, "span_export": 0,
     "telemetry": 1, "ranking": 1, "client": 1, "filters": 2, "llm": 2, "embed": 2, "storage": 3, "jobs": 4,
     "learn": 5, "service": 6,
     "testing": 7, "api": 8, "integrations": 8, "web": 8, "cli": 9,
