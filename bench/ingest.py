@@ -88,7 +88,7 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
 
 
 class Publisher:
-    """A keep-alive HTTP connection that publishes and checks the answer."""
+    """A keep-alive HTTP connection that publishes (or posts to another route) and checks the answer."""
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
@@ -96,14 +96,16 @@ class Publisher:
 
     def publish(self, payload: dict[str, Any]) -> None:
         """POST one publish and read the whole response; raise on anything but 200."""
+        self.post("/api/publish_interaction", payload)
+
+    def post(self, path: str, payload: dict[str, Any]) -> None:
+        """POST ``payload`` to ``path`` and read the whole response; raise on anything but 200."""
         data = json.dumps(payload).encode()
-        self._conn.request(
-            "POST", "/api/publish_interaction", body=data, headers={"Content-Type": "application/json"}
-        )
+        self._conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
         response = self._conn.getresponse()
         answer = response.read()
         if response.status != 200:
-            raise RuntimeError(f"publish answered {response.status}: {answer[:200]!r}")
+            raise RuntimeError(f"{path} answered {response.status}: {answer[:200]!r}")
 
     def close(self) -> None:
         self._conn.close()

@@ -34,7 +34,6 @@ operation is warm-up. Goal: ``on`` p95 within 10 % of ``off`` for both.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import tempfile
@@ -45,7 +44,6 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from bench.ingest import Publisher, body, machine, percentiles, server_process
 from reflexio import ReflexioClient
@@ -95,24 +93,10 @@ def seed(url: str, count: int) -> None:
             )
 
 
-class Searcher:
-    """A keep-alive HTTP connection that searches and checks the answer."""
-
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        self._conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
-
-    def search(self, i: int) -> None:
-        """POST one search and read the whole response; raise on anything but 200."""
-        payload = json.dumps({"query": QUERIES[i % len(QUERIES)], "user_id": f"user{i % 50}", "top_k": 5})
-        self._conn.request("POST", "/api/search", body=payload, headers={"Content-Type": "application/json"})
-        response = self._conn.getresponse()
-        answer = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"search answered {response.status}: {answer[:200]!r}")
-
-    def close(self) -> None:
-        self._conn.close()
+def search_body(i: int) -> dict[str, Any]:
+    """The ``i``-th search: one of a few queries (their vectors cached, as a repeated query's
+    is), by one of 50 users."""
+    return {"query": QUERIES[i % len(QUERIES)], "user_id": f"user{i % 50}", "top_k": 5}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -127,12 +111,11 @@ def cpu_seconds(pid: int) -> float:
 
 @dataclass
 class Arm:
-    """One arm's server in a round: where it listens, its process, its connections."""
+    """One arm's server in a round: where it listens, its process, its keep-alive connection."""
 
     url: str
     pid: int
-    searcher: Searcher
-    publisher: Publisher
+    client: Publisher
 
 
 def one_round(
@@ -152,9 +135,8 @@ def one_round(
             url = stack.enter_context(server_process(env, pids))
             if not seeded:
                 seed(url, learnings)
-            arms[name] = Arm(url, pids[0], Searcher(url), Publisher(url))
-            stack.callback(arms[name].searcher.close)
-            stack.callback(arms[name].publisher.close)
+            arms[name] = Arm(url, pids[0], Publisher(url))
+            stack.callback(arms[name].client.close)
         names = list(arms)
         for op in ("search", "publish"):
             started = {name: cpu_seconds(arm.pid) for name, arm in arms.items()}
@@ -165,9 +147,9 @@ def one_round(
                         i = first + b * batch + k
                         t = time.perf_counter()
                         if op == "search":
-                            arm.searcher.search(i)
+                            arm.client.post("/api/search", search_body(i))
                         else:
-                            arm.publisher.publish(body(i, 2))
+                            arm.client.publish(body(i, 2))
                         if b > 0:
                             kept.append((time.perf_counter() - t) * 1000)
             for name, arm in arms.items():
