@@ -104,6 +104,20 @@ def traced(processor: ChildSpanProcessor) -> trace.Tracer:
     return provider.get_tracer("export-test-scope", "1.2")
 
 
+def make_spans(processor: ChildSpanProcessor, count: int) -> list[str]:
+    """End ``count`` spans through ``processor``; their names, in order."""
+    tracer = traced(processor)
+    names = [f"span {n}" for n in range(count)]
+    for name in names:
+        with tracer.start_as_current_span(name):
+            pass
+    return names
+
+
+def received(collector: Collector) -> list[str]:
+    return sorted(s["span"].name for s in collector.spans)
+
+
 def test_a_span_arrives_whole_through_the_child(collector: Collector) -> None:
     processor = ChildSpanProcessor(
         f"{collector.url}/v1/traces", Resource.create({"service.name": "export-test"})
@@ -153,33 +167,24 @@ def test_a_span_arrives_whole_through_the_child(collector: Collector) -> None:
 
 def test_shutdown_exports_what_is_pending_and_the_child_exits(collector: Collector) -> None:
     processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), delay=60)
-    tracer = traced(processor)
-    for n in range(50):
-        with tracer.start_as_current_span(f"span {n}"):
-            pass
+    names = make_spans(processor, 50)
     assert collector.spans == []  # nothing shipped yet: below the batch, within the delay
     processor.shutdown()
-    assert sorted(s["span"].name for s in collector.spans) == sorted(f"span {n}" for n in range(50))
+    assert received(collector) == sorted(names)
     assert processor._child.poll() == 0
 
 
 def test_past_its_queue_the_oldest_pending_spans_are_dropped(collector: Collector) -> None:
     processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), delay=60, queue=5)
-    tracer = traced(processor)
-    for n in range(10):
-        with tracer.start_as_current_span(f"span {n}"):
-            pass
+    names = make_spans(processor, 10)
     processor.shutdown()
-    assert sorted(s["span"].name for s in collector.spans) == [f"span {n}" for n in range(5, 10)]
+    assert received(collector) == names[5:]
 
 
 def test_a_full_batch_is_shipped_before_the_delay(collector: Collector) -> None:
     processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), batch=10, delay=60)
-    tracer = traced(processor)
-    for n in range(10):
-        with tracer.start_as_current_span(f"span {n}"):
-            pass
-    wait_for(lambda: len(collector.spans) == 10)  # the SDK's exporter in the child: within its delay
+    names = make_spans(processor, 10)
+    wait_for(lambda: received(collector) == sorted(names))  # the SDK's exporter in the child: its delay
     processor.shutdown()
 
 
