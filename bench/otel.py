@@ -26,14 +26,14 @@ idle while another is served. Each round restarts the servers (a process's memor
 moves its timings too). Besides latency, each round records every server's CPU time per
 request (user + system, all its threads and its child processes, the exporting ones included,
 whenever they ran): on a shared machine latency is mostly waiting for a core, and CPU is what
-telemetry costs.
-Requests go over one keep-alive connection per server; each round's first batch per arm and
-operation is warm-up. Goal: ``on`` p95 within 10 % of ``off`` for both.
+telemetry costs. Requests go over one keep-alive connection per server; each round's first
+batch per arm and operation is warm-up. Goal: ``on`` p95 within 10 % of ``off`` for both.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -103,17 +103,17 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process and its running children have used so far (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    children = [
-        c for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()
-    ]
+    children: list[str] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended while we looked
+            children += (task / "children").read_text().split()
     return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 @dataclass
 class Arm:
-    """One arm's server in a round: where it listens, its process, its keep-alive connection."""
+    """One arm's server in a round: its process and its keep-alive connection."""
 
-    url: str
     pid: int
     client: Publisher
 
@@ -135,7 +135,7 @@ def one_round(
             url = stack.enter_context(server_process(env, pids))
             if not seeded:
                 seed(url, learnings)
-            arms[name] = Arm(url, pids[0], Publisher(url))
+            arms[name] = Arm(pids[0], Publisher(url))
             stack.callback(arms[name].client.close)
         names = list(arms)
         for op in ("search", "publish"):
