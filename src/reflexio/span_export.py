@@ -14,6 +14,10 @@ keeps only the cheap half:
   retries, and every ``OTEL_EXPORTER_OTLP_*`` setting (headers, timeout, compression) are the
   SDK's, read from the environment the child inherits.
 
+The child runs at a lower CPU priority (``EXPORT_NICENESS``, as the job workers' process): its
+encoding is work that can wait, and on a busy machine the kernel then gives the cores to the
+requests first. Its queue is bounded, so a child starved for long drops spans, as the SDK does.
+
 No library moves spans between processes (the usual answer is a collector, which still needs
 the spans encoded first), so this module is that move and nothing else. The child exits, after
 exporting what it holds, when its pipe closes: when the processor shuts down, or when the
@@ -43,7 +47,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-__all__ = ["ChildSpanProcessor"]
+__all__ = ["EXPORT_NICENESS", "ChildSpanProcessor"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,9 @@ log = logging.getLogger(__name__)
 _RESOURCE, _SPANS, _FLUSH = b"R", b"S", b"F"
 #: What the child writes back once a flush it was asked for is done.
 _FLUSHED = b"\x01"
+
+#: How much lower the exporting child's CPU priority is than its parent's (POSIX ``nice``).
+EXPORT_NICENESS = 10
 
 #: A span as plain data (see ``_flatten``): what crosses the pipe.
 Flat = tuple[Any, ...]
@@ -134,6 +141,8 @@ class ChildSpanProcessor(SpanProcessor):
             self._child.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self._child.kill()
+        if self._child.stdout is not None:  # where flushes were answered
+            self._child.stdout.close()
 
     def _run(self) -> None:
         while not self._closed:
@@ -259,5 +268,7 @@ if __name__ == "__main__":
     # what the parent shipped last, which the parent flushes as it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if hasattr(os, "nice"):  # POSIX only; elsewhere the child keeps its parent's priority
+        os.nice(EXPORT_NICENESS)
     logging.basicConfig(level=logging.WARNING)
     _child(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)

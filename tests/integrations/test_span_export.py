@@ -26,7 +26,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from reflexio.span_export import ChildSpanProcessor
+from reflexio.span_export import EXPORT_NICENESS, ChildSpanProcessor
 from tests.cli.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,6 +197,14 @@ def test_unsampled_spans_are_not_shipped(collector: Collector) -> None:
     with provider.get_tracer("t").start_as_current_span("dropped"):
         pass
     assert processor.force_flush() and collector.spans == []
+    processor.shutdown()
+
+
+def test_the_child_exports_at_a_lower_cpu_priority(collector: Collector) -> None:
+    processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}))
+    assert processor.force_flush()  # answered: the child is past its start, reading the pipe
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, processor._child.pid) == min(19, ours + EXPORT_NICENESS)
     processor.shutdown()
 
 
