@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
@@ -66,6 +67,9 @@ Flat = tuple[Any, ...]
 class ChildSpanProcessor(SpanProcessor):
     """Ships finished spans to a child process that exports them over OTLP/HTTP.
 
+    A process forked from this one (a pre-forking server that imported its app first) starts
+    an exporting child of its own for its spans, as the SDK's processors restart their threads.
+
     Args:
         endpoint: The OTLP/HTTP traces URL (``http://collector:4318/v1/traces``).
         resource: The resource every span of this process carries.
@@ -78,23 +82,48 @@ class ChildSpanProcessor(SpanProcessor):
     def __init__(
         self, endpoint: str, resource: Resource, *, batch: int = 512, delay: float = 1.0, queue: int = 8192
     ) -> None:
+        self._endpoint, self._resource = endpoint, resource
+        self._pending: deque[Flat] = deque(maxlen=queue)
+        self._batch, self._delay = batch, delay
+        self._closed = False
+        self._start()
+        if hasattr(os, "register_at_fork"):  # weakly, as the SDK's processors: not kept alive by it
+            reinit = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: _call(reinit))
+
+    def _start(self) -> None:
+        """Start the exporting child, tell it the resource, and start the shipping thread."""
         self._child = subprocess.Popen(
-            [sys.executable, "-m", "reflexio.span_export", endpoint],
+            [sys.executable, "-m", "reflexio.span_export", self._endpoint],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
         )
-        self._pending: deque[Flat] = deque(maxlen=queue)
-        self._batch, self._delay = batch, delay
         self._wake = threading.Event()
         self._pipe = threading.Lock()  # one writer at a time: the thread, a flush, the shutdown
-        self._closed = False
         self._broken = False
         self._flushes = 0  # flushes asked of the child, and answered: a late answer is not lost
         self._flushed = 0
+        resource = self._resource
         self._send(_RESOURCE, marshal.dumps((dict(resource.attributes), resource.schema_url)))
         self._thread = threading.Thread(target=self._run, name="reflexio-span-export", daemon=True)
         self._thread.start()
+
+    def _after_fork(self) -> None:
+        """In a forked process: an exporting child and a thread of its own.
+
+        The parent's pipe is the parent's (two writers would interleave their frames, and the
+        parent's child would not see its pipe close while this process holds it open), its
+        pending spans are the parent's to ship, and its thread did not survive the fork.
+        """
+        if self._closed:
+            return
+        self._pending.clear()
+        for stream in (self._child.stdin, self._child.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._start()
 
     def on_start(self, span: Any, parent_context: Context | None = None) -> None:
         return None
@@ -174,6 +203,13 @@ class ChildSpanProcessor(SpanProcessor):
             log.warning("the span export process exited (code %s): spans are dropped", self._child.poll())
             return False
         return True
+
+
+def _call(method: weakref.WeakMethod[Any]) -> None:
+    """Call a weakly held method, unless its object is gone."""
+    bound = method()
+    if bound is not None:
+        bound()
 
 
 def _flatten(span: ReadableSpan) -> Flat:

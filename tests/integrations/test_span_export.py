@@ -208,6 +208,28 @@ def test_the_child_exports_at_a_lower_cpu_priority(collector: Collector) -> None
     processor.shutdown()
 
 
+def test_a_forked_process_ships_its_spans_through_a_child_of_its_own(collector: Collector) -> None:
+    processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), delay=60)
+    tracer = traced(processor)
+    with tracer.start_as_current_span("before the fork"):  # pending in the parent as it forks
+        pass
+    pid = os.fork()
+    if pid == 0:  # the forked process: its own span, shipped by its own child, then leave
+        code = 1
+        try:
+            with tracer.start_as_current_span("in the fork"):
+                pass
+            processor.shutdown()
+            code = 0 if processor._child.returncode == 0 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    processor.shutdown()  # the parent's pending span, once, by the parent's child
+    assert received(collector) == ["before the fork", "in the fork"]
+    assert processor._child.returncode == 0
+
+
 def test_when_the_child_is_gone_spans_are_dropped_with_one_warning(
     collector: Collector, caplog: pytest.LogCaptureFixture
 ) -> None:
