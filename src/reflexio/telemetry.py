@@ -156,12 +156,19 @@ def operation(name: str, **attributes: Any) -> Any:
     attributes (``reflexio.operation`` naming it) and an exception that escapes it are recorded
     there. A child span would repeat the server span's timing and cost as much again: every
     span costs its start and end on the request path and its export, and a second span a
-    request nearly doubled what tracing cost it (``bench/otel``). Anywhere else (the SDK in
-    process, a worker, the CLI) it is a span of its own, as :func:`span`.
+    request nearly doubled what tracing cost it (``bench/otel``). Under a span the sampler
+    dropped (a request not sampled), nothing: a span of its own would be dropped too, since the
+    standard samplers decide a trace as a whole. Anywhere else (the SDK in process, a worker, the CLI) it is a
+    span of its own, as :func:`span`.
     """
     host = trace.get_current_span()
-    if getattr(host, "kind", None) is trace.SpanKind.SERVER and host.is_recording():
-        return _Annotated(host, {"reflexio.operation": name} | attributes)
+    if host.is_recording():
+        if getattr(host, "kind", None) is trace.SpanKind.SERVER:
+            return _Annotated(host, {"reflexio.operation": name} | attributes)
+        return span(name, **attributes)
+    decided = host.get_span_context()
+    if decided.is_valid and not decided.is_remote:  # a span of ours the sampler dropped
+        return _NO_SPAN
     return span(name, **attributes)
 
 

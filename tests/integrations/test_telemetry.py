@@ -107,6 +107,19 @@ def test_a_search_outside_a_request_has_a_span_of_its_own(traced: Live) -> None:
     assert "reflexio.operation" not in (own.attributes or {})  # its name says it
 
 
+def test_under_a_span_the_sampler_dropped_an_operation_starts_none(traced: Live) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    dropped = TracerProvider(sampler=ALWAYS_OFF).get_tracer("a server that samples nothing")
+    with dropped.start_as_current_span("POST /api/search"), telemetry.operation("reflexio.search") as span:
+        assert span is trace.INVALID_SPAN  # not a span started only to be dropped by the same rule
+    remote = trace.SpanContext(0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7, is_remote=True)
+    with trace.use_span(trace.NonRecordingSpan(remote)), telemetry.operation("reflexio.search") as span:
+        assert span is not trace.INVALID_SPAN  # a caller's decision: this process's sampler decides
+
+
 def test_an_error_in_an_operation_is_recorded_on_the_request_span(traced: Live) -> None:
     def publish(content: str) -> httpx.Response:
         body = {"user_id": "otel-user", "session_id": "s", "request_id": "otel-conflict"}
