@@ -8,7 +8,9 @@ the recorded hook JSON on stdin, exactly the commands ``reflexio integrations cl
 install`` writes:
 
 * ``prompt`` (UserPromptSubmit): the time Claude Code waits before it sends the prompt, i.e.
-  what the hooks add to a prompt (goal: p95 <= 50 ms);
+  what the hooks add to a prompt (goal: p95 <= 50 ms), for a one-line prompt;
+* ``prompt-long``: the same for a prompt of about 1,000 characters (a request with a pasted
+  traceback): the query embedding grows with the prompt's tokens, up to the model's 256;
 * ``stop`` (Stop): read the transcript since the last publish, queue it, start the background
   send (Claude Code waits for this at the end of a turn, not before a prompt);
 
@@ -182,10 +184,29 @@ def _prompt_text(i: int) -> str:
     return f"The {TOPICS[i % len(TOPICS)]} script fails on order {1000 + i}, can you fix it?"
 
 
-def _prompt_event(recorded: str, session_id: str, i: int) -> str:
+#: What a long prompt pastes after its request: a traceback of about 900 characters.
+_PASTED = "\n".join(
+    [
+        "Traceback (most recent call last):",
+        *(
+            f'  File "/srv/app/{t}/handlers.py", line {40 + n * 7}, in handle_{t}\n'
+            f"    result = {t}_service.process(request, retries=3)"
+            for n, t in enumerate(TOPICS[:6])
+        ),
+        "RuntimeError: upstream returned 502 Bad Gateway after 3 retries",
+    ]
+)
+
+
+def _long_prompt_text(i: int) -> str:
+    """A different prompt of about 1,000 characters: a request, then a pasted traceback."""
+    return f"{_prompt_text(i)} It started after yesterday's deploy, here is the log:\n{_PASTED}"
+
+
+def _prompt_event(recorded: str, session_id: str, i: int, *, long: bool = False) -> str:
     """The recorded UserPromptSubmit payload with its own session and prompt."""
     event = json.loads(recorded)
-    event |= {"session_id": session_id, "prompt": _prompt_text(i)}
+    event |= {"session_id": session_id, "prompt": (_long_prompt_text if long else _prompt_text)(i)}
     return json.dumps(event)
 
 
@@ -206,7 +227,15 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
     prompt = (DATA / "user-prompt-submit.json").read_text().replace("TRANSCRIPT", str(transcript))
     stop = (DATA / "stop.json").read_text().replace("TRANSCRIPT", str(transcript))
     turn = (DATA / "transcript-1.jsonl").read_text()
-    names = ("prompt", "stop", "python", "imports", "search", *(("prompt-baseline",) if baseline else ()))
+    names = (
+        "prompt",
+        "prompt-long",
+        "stop",
+        "python",
+        "imports",
+        "search",
+        *(("prompt-baseline",) if baseline else ()),
+    )
     timings: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
     package_root = str(Path(HOOK_SCRIPT).parents[3])
@@ -225,6 +254,10 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
             handle.write(turn)
         rounds = {  # a new session per prompt, so session dedup never empties the block
             "prompt": (shlex.split(hook_command("prompt")), _prompt_event(prompt, f"bench-{i}", i)),
+            "prompt-long": (
+                shlex.split(hook_command("prompt")),
+                _prompt_event(prompt, f"long-{i}", i + 3 * (runs + 5), long=True),
+            ),
             "stop": (shlex.split(hook_command("stop")), stop),
             "python": ([sys.executable, "-I", "-S", "-c", "pass"], ""),
             "imports": ([sys.executable, "-I", "-S", "-c", imports], ""),
@@ -288,6 +321,7 @@ def main() -> None:
         "embedder": embedder,
         "learnings": args.learnings + len(TOPICS),
         "goal": "prompt hook p95 <= 50 ms",
+        "long_prompt_chars": len(_long_prompt_text(0)),
         "baseline": str(args.baseline) if args.baseline else None,
         "note": (
             "ms: wall time; ms.cpu: CPU time (a child's user+system; for search, the server "
