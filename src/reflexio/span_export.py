@@ -119,10 +119,14 @@ class ChildSpanProcessor(SpanProcessor):
         if self._closed:
             return
         self._pending.clear()
+        # Closing the inherited pipe ends would flush into the parent's pipe what its buffer held
+        # at the fork (a frame another thread was writing): they are pointed at /dev/null first.
+        null = os.open(os.devnull, os.O_RDWR)
         for stream in (self._child.stdin, self._child.stdout):
             if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+                os.dup2(null, stream.fileno())
+                stream.close()
+        os.close(null)
         self._start()
 
     def on_start(self, span: Any, parent_context: Context | None = None) -> None:

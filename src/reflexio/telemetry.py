@@ -158,8 +158,8 @@ def operation(name: str, **attributes: Any) -> Any:
     span costs its start and end on the request path and its export, and a second span a
     request nearly doubled what tracing cost it (``bench/otel``). Under a span the sampler
     dropped (a request not sampled), nothing: a span of its own would be dropped too, since the
-    standard samplers decide a trace as a whole. Anywhere else (the SDK in process, a worker, the CLI) it is a
-    span of its own, as :func:`span`.
+    standard samplers decide a trace as a whole. Anywhere else (the SDK in process, a worker,
+    the CLI) it is a span of its own, as :func:`span`.
     """
     host = trace.get_current_span()
     if host.is_recording():

@@ -230,6 +230,27 @@ def test_a_forked_process_ships_its_spans_through_a_child_of_its_own(collector: 
     assert processor._child.returncode == 0
 
 
+def test_a_fork_mid_write_does_not_send_the_parents_frame_twice(collector: Collector) -> None:
+    import marshal
+
+    from reflexio.span_export import _SPANS
+
+    processor = ChildSpanProcessor(f"{collector.url}/v1/traces", Resource.create({}), delay=60)
+    make_spans(processor, 1)
+    stdin = processor._child.stdin
+    assert stdin is not None
+    with processor._pipe:  # as the shipping thread does, stopped between its write and its flush
+        payload = marshal.dumps([processor._pending.popleft()])
+        stdin.write(_SPANS + len(payload).to_bytes(4, "big") + payload)
+        pid = os.fork()
+        if pid == 0:  # the at-fork hook has run; leave without anything else
+            os._exit(0)
+        os.waitpid(pid, 0)
+        stdin.flush()
+    processor.shutdown()
+    assert received(collector) == ["span 0"]
+
+
 def test_when_the_child_is_gone_spans_are_dropped_with_one_warning(
     collector: Collector, caplog: pytest.LogCaptureFixture
 ) -> None:
