@@ -162,12 +162,10 @@ def operation(name: str, **attributes: Any) -> Any:
     the CLI) it is a span of its own, as :func:`span`.
     """
     host = trace.get_current_span()
-    if host.is_recording():
-        if getattr(host, "kind", None) is trace.SpanKind.SERVER:
-            return _Annotated(host, {"reflexio.operation": name} | attributes)
-        return span(name, **attributes)
-    decided = host.get_span_context()
-    if decided.is_valid and not decided.is_remote:  # a span of ours the sampler dropped
+    recording, decided = host.is_recording(), host.get_span_context()
+    if recording and getattr(host, "kind", None) is trace.SpanKind.SERVER:
+        return _Annotated(host, {"reflexio.operation": name} | attributes)
+    if not recording and decided.is_valid and not decided.is_remote:  # ours, dropped by the sampler
         return _NO_SPAN
     return span(name, **attributes)
 
