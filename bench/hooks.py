@@ -203,10 +203,10 @@ def _long_prompt_text(i: int) -> str:
     return f"{_prompt_text(i)} It started after yesterday's deploy, here is the log:\n{_PASTED}"
 
 
-def _prompt_event(recorded: str, session_id: str, i: int, *, long: bool = False) -> str:
+def _prompt_event(recorded: str, session_id: str, text: str) -> str:
     """The recorded UserPromptSubmit payload with its own session and prompt."""
     event = json.loads(recorded)
-    event |= {"session_id": session_id, "prompt": (_long_prompt_text if long else _prompt_text)(i)}
+    event |= {"session_id": session_id, "prompt": text}
     return json.dumps(event)
 
 
@@ -253,10 +253,13 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
         with transcript.open("a") as handle:  # one more turn per round, as a session grows
             handle.write(turn)
         rounds = {  # a new session per prompt, so session dedup never empties the block
-            "prompt": (shlex.split(hook_command("prompt")), _prompt_event(prompt, f"bench-{i}", i)),
+            "prompt": (
+                shlex.split(hook_command("prompt")),
+                _prompt_event(prompt, f"bench-{i}", _prompt_text(i)),
+            ),
             "prompt-long": (
                 shlex.split(hook_command("prompt")),
-                _prompt_event(prompt, f"long-{i}", i + 3 * (runs + 5), long=True),
+                _prompt_event(prompt, f"long-{i}", _long_prompt_text(i + 3 * (runs + 5))),
             ),
             "stop": (shlex.split(hook_command("stop")), stop),
             "python": ([sys.executable, "-I", "-S", "-c", "pass"], ""),
@@ -265,7 +268,7 @@ def measure(url: str, home: Path, runs: int, baseline: Path | None = None) -> di
         if baseline is not None:
             rounds["prompt-baseline"] = (
                 baseline_command(baseline),
-                _prompt_event(prompt, f"base-{i}", i + runs + 5),
+                _prompt_event(prompt, f"base-{i}", _prompt_text(i + runs + 5)),
             )
         measured = {}
         for name, (command, stdin) in rounds.items():
