@@ -210,12 +210,10 @@ def index(core: Core, conversations: Sequence[Conversation], with_date: bool) ->
             core.storage.save_learnings(profile_rows(conv, with_date), Audit(actor="bench"))
 
 
-def ask(
-    core: Core, user_id: str, question: str, mode: str, fusion: str, cohesion: float
-) -> list[tuple[str, ...]]:
-    """The dia_ids of each of the top-20 facts a profile search returns, best first."""
+def plan(user_id: str, question: str, mode: str, fusion: str, cohesion: float) -> Plan:
+    """A profile search for the user's top-20 facts, ranked with threshold 0."""
     where = LearningFilter(kinds=(LearningKind.PROFILE,), user_id=user_id, statuses=(LearningStatus.CURRENT,))
-    plan = Plan(
+    return Plan(
         text=question,
         filters=(where,),
         top_k=TOP_K,
@@ -224,7 +222,13 @@ def ask(
         fusion=fusion,
         cohesion=cohesion,
     )
-    hits = rank(core, ORG, plan).hits[0]
+
+
+def ask(
+    core: Core, user_id: str, question: str, mode: str, fusion: str, cohesion: float
+) -> list[tuple[str, ...]]:
+    """The dia_ids of each of the top-20 facts a profile search returns, best first."""
+    hits = rank(core, ORG, plan(user_id, question, mode, fusion, cohesion)).hits[0]
     return [tuple(json.loads(row.metadata)["dia_ids"]) for row, _ in hits]
 
 
@@ -295,7 +299,7 @@ def evaluate(
 # -- reporting ------------------------------------------------------------------------------
 
 
-def _commit() -> str:
+def commit() -> str:
     """The checked-out commit, marked ``-dirty`` when the tree has changes."""
 
     def git(*args: str) -> str:
@@ -312,7 +316,7 @@ def run_info(
     """What produced a result: data, code, machine (and how busy it was), settings, timings."""
     return {
         "data": {"file": args.data.name, "sha256": hashlib.sha256(args.data.read_bytes()).hexdigest()},
-        "commit": _commit(),
+        "commit": commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {
             "cpus": os.cpu_count(),
@@ -349,6 +353,13 @@ def table(results: dict[str, Any]) -> str:
             values = " ".join(f"{m[key]:>6.3f}" for key in ("recall@5", "recall@10", "recall@20", "mrr"))
             lines.append(f"{mode:<7} {name:<12} {m['questions']:>5} {values}")
     return "\n".join(lines)
+
+
+def report(out: Path, results: dict[str, Any], summary: str) -> None:
+    """Print the summary and write the results as JSON (making the folder if needed)."""
+    print(summary)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -395,9 +406,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         results["run"] = run_info(args, core.embedder.name, seconds, busy)
         clear(core)
         core.close()
-    print(table(results))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    report(args.out, results, table(results))
     return results
 
 

