@@ -18,6 +18,7 @@ import pytest
 
 from reflexio.api.server import in_background
 from reflexio.config import ClaudeCodeSettings
+from reflexio.integrations.claude_code.hooks import QUERY_CHARS, query_text
 from reflexio.integrations.claude_code.install import HOOK_SCRIPT, MARKER, hook_command, install, uninstall
 from reflexio.integrations.claude_code.outbox import Outbox, has_backlog
 from reflexio.service.core import open_core
@@ -46,8 +47,11 @@ class Hooks:
             "REFLEXIO_HOOK_TIMEOUT_SECONDS": "2",
         }
 
-    def run(self, event: str, payload: str) -> subprocess.CompletedProcess[str]:
+    def run(self, event: str, payload: str, **fields: str) -> subprocess.CompletedProcess[str]:
+        """Run a hook with a recorded payload, its ``fields`` replaced (e.g. another prompt)."""
         body = (DATA / payload).read_text().replace("TRANSCRIPT", str(self.transcript))
+        if fields:
+            body = json.dumps(json.loads(body) | fields)
         command = shlex.split(hook_command(event))  # exactly what Claude Code is told to run
         return subprocess.run(command, input=body, env=self.env(), capture_output=True, text=True, timeout=60)
 
@@ -191,6 +195,34 @@ def test_prompt_injects_and_stop_publishes_the_turns_once(live: Live, hooks: Hoo
         "Thanks. Next time always confirm the order number with me before touching refund code.",
         "Understood: I will confirm the order number with you first.",
     ]
+
+
+def test_a_question_after_a_long_paste_still_finds_its_learnings(tmp_path: Path) -> None:
+    """The hook sends a long prompt's head and tail, so a question after a pasted log reaches the
+    server (the default embedder, MiniLM, as users run it)."""
+    core = open_core(live_settings(tmp_path, REFLEXIO_EMBEDDER="minilm"))
+    log = "\n".join(
+        f'  File "/srv/app/jobs/worker_{n}.py", line {n}, in run\n    step_{n}()' for n in range(200)
+    )
+    prompt = f"This started after the deploy:\nTraceback (most recent call last):\n{log}\n"
+    prompt += "The refund script fails on order 1042, can you fix it?"
+    assert len(prompt) > 2 * QUERY_CHARS  # the question is past any head the hook could send
+    with in_background(core) as url:
+        live = Live(url=url, core=core, home=tmp_path)
+        seed(live)
+        hooks = Hooks(home=tmp_path / "home", url=url, transcript=tmp_path / "session.jsonl")
+        done = hooks.run("prompt", "user-prompt-submit.json", prompt=prompt)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Check that the order number column exists" in context
+
+
+def test_the_query_is_the_prompt_or_its_head_and_tail() -> None:
+    assert query_text("fix it") == "fix it"
+    long = "H" * QUERY_CHARS + "middle" + "T" * QUERY_CHARS
+    sent = query_text(long)
+    assert len(sent) <= QUERY_CHARS + 1 and "middle" not in sent
+    assert sent.startswith("H" * (QUERY_CHARS // 2)) and sent.endswith("T" * (QUERY_CHARS // 2))
 
 
 def test_with_the_server_down_nothing_breaks_and_the_outbox_sends_later(tmp_path: Path) -> None:
