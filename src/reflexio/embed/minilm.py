@@ -58,7 +58,8 @@ class Window:
 #: tokens, so a long prompt -- a request with a pasted log -- would wait for the model's
 #: full 256. A long query keeps its head and its tail, where a prompt says what it wants
 #: ("fix this:" before the paste, "why does it fail?" after it), and full-text search still
-#: reads all of it (bench/results/long-queries.json: quality and time per window).
+#: reads all of it. A smaller window finds a question around a paste more often, but loses
+#: what a long query that is all signal says (bench/results/long-queries.json, per window).
 QUERY_TOKENS: Final = 64
 
 

@@ -46,8 +46,9 @@ class Embedder(Protocol):
         """Embed `texts` as float32 rows of shape (len(texts), dim), each of unit length.
 
         `kind` lets asymmetric models treat search queries differently from stored documents;
-        the symmetric models here ignore it, and `CachedEmbedder` caches each kind apart. A text
-        with no tokens (for WordLlama, the empty string) embeds as the zero vector.
+        the models here embed both alike, except that MiniLM reads only the head and tail of a
+        long query (`reflexio.embed.minilm.QUERY_TOKENS`); `CachedEmbedder` caches each kind
+        apart. A text with no tokens (for WordLlama, the empty string) embeds as the zero vector.
         """
         ...
 
