@@ -10,7 +10,8 @@ install`` writes:
 * ``prompt`` (UserPromptSubmit): the time Claude Code waits before it sends the prompt, i.e.
   what the hooks add to a prompt (goal: p95 <= 50 ms), for a one-line prompt;
 * ``prompt-long``: the same for a prompt of about 1,000 characters (a request with a pasted
-  traceback): the query embedding grows with the prompt's tokens, up to the model's 256;
+  traceback): the query embedding grows with the prompt's tokens, up to the 64 of a query
+  that MiniLM reads (``reflexio.embed.minilm.QUERY_TOKENS``);
 * ``stop`` (Stop): read the transcript since the last publish, queue it, start the background
   send (Claude Code waits for this at the end of a turn, not before a prompt);
 
