@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FACTS_HEADER",
+    "QUERY_CHARS",
     "RULES_HEADER",
     "STANDING_TAG",
     "PromptItem",
     "estimate_tokens",
     "pack",
     "rule_line",
+    "search_query",
 ]
 
 #: The reserved tag of a *standing* learning: a preference that applies to every answer for its
@@ -33,6 +35,21 @@ RULES_HEADER: Final = "Rules to follow:"
 FACTS_HEADER: Final = "Facts about the user:"
 
 _KIND_ORDER: Final[dict[str, int]] = {"agent_playbook": 0, "user_playbook": 1, "profile": 2}
+
+#: The most characters of a prompt an integration searches with: its head and its tail, where a
+#: prompt says what it wants around what it pastes ("fix this:" before a log, "why?" after it).
+#: The server embeds only a window of a query's head and tail anyway, full-text search over a
+#: whole pasted file costs time the user waits for, and the API refuses queries past 10,000.
+QUERY_CHARS: Final = 4000
+
+
+def search_query(prompt: str) -> str:
+    """What an agent's integration searches with: the prompt, or its head and tail when it is
+    longer than ``QUERY_CHARS``."""
+    if len(prompt) <= QUERY_CHARS:
+        return prompt
+    half = QUERY_CHARS // 2
+    return f"{prompt[:half]}\n{prompt[-half:]}"
 
 
 def estimate_tokens(text: str) -> int:

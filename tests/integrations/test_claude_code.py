@@ -18,9 +18,9 @@ import pytest
 
 from reflexio.api.server import in_background
 from reflexio.config import ClaudeCodeSettings
-from reflexio.integrations.claude_code.hooks import QUERY_CHARS, query_text
 from reflexio.integrations.claude_code.install import HOOK_SCRIPT, MARKER, hook_command, install, uninstall
 from reflexio.integrations.claude_code.outbox import Outbox, has_backlog
+from reflexio.prompt_text import QUERY_CHARS, search_query
 from reflexio.service.core import open_core
 from tests.cli.conftest import free_port
 from tests.integrations.conftest import Live, live_settings
@@ -217,10 +217,9 @@ def test_a_question_after_a_long_paste_still_finds_its_learnings(tmp_path: Path)
     assert "Check that the order number column exists" in context
 
 
-def test_the_query_is_the_prompt_or_its_head_and_tail() -> None:
-    assert query_text("fix it") == "fix it"
-    long = "H" * QUERY_CHARS + "middle" + "T" * QUERY_CHARS
-    sent = query_text(long)
+def test_an_integration_searches_with_the_prompt_or_its_head_and_tail() -> None:
+    assert search_query("fix it") == "fix it"
+    sent = search_query("H" * QUERY_CHARS + "middle" + "T" * QUERY_CHARS)
     assert len(sent) <= QUERY_CHARS + 1 and "middle" not in sent
     assert sent.startswith("H" * (QUERY_CHARS // 2)) and sent.endswith("T" * (QUERY_CHARS // 2))
 

@@ -76,6 +76,18 @@ def test_the_retriever_returns_learnings_as_documents(live: Live, seeded: tuple[
     assert {d.metadata["id"] for d in asyncio.run(asynchronous())} >= {profile_id}
 
 
+def test_the_retriever_searches_a_long_query_by_its_head_and_tail(
+    live: Live, seeded: tuple[str, str]
+) -> None:
+    """A query past the API's 10,000 characters (a pasted document) is not refused: the retriever
+    searches with its head and tail, where the question is."""
+    playbook_id, _ = seeded
+    query = "my package to Oslo is late, where is it?\n" + "-" * 12_000 + "\nthe package is late"
+    with live.client() as api:
+        docs = ReflexioRetriever(client=api, user_id=USER, agent_version="lc-v1").invoke(query)
+    assert playbook_id in {d.metadata["id"] for d in docs}
+
+
 def test_the_callback_publishes_each_turn_with_tools_and_the_learnings_injected(
     live: Live, seeded: tuple[str, str]
 ) -> None:

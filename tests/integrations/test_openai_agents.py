@@ -97,3 +97,22 @@ def test_with_reflexio_down_the_agent_still_answers() -> None:
 
     assert asyncio.run(run()) == "fine"
     assert model.calls[0].system_instructions == "Be brief."
+
+
+def test_a_long_input_is_searched_by_its_head_and_tail(live: Live) -> None:
+    """An input past the API's 10,000 characters (a pasted document) still gets its learnings."""
+    with live.client() as api:
+        api.add_agent_playbooks(
+            [{"agent_version": "agents-long", "trigger": "a package is late", "content": "Say sorry first"}]
+        )
+    model = ScriptedModel([[assistant_message("Sorry: it is in Bergen")]])
+
+    async def run() -> None:
+        async with AsyncReflexioClient(url_endpoint=live.url) as client:
+            learnings = ReflexioLearnings(client, user_id=USER, agent_version="agents-long")
+            agent = Agent(name="a", instructions=learnings.instructions("Be brief."), model=model)
+            pasted = "My package 42 is late, where is it?\n" + "-" * 12_000 + "\nthe package is late"
+            await Runner.run(agent, pasted, hooks=learnings)
+
+    asyncio.run(run())
+    assert "Say sorry first" in str(model.calls[0].system_instructions)

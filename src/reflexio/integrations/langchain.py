@@ -33,7 +33,7 @@ from pydantic import ConfigDict
 from reflexio.client import AsyncReflexioClient, ReflexioClient
 from reflexio.errors import ReflexioError
 from reflexio.models import DEFAULT_AGENT_VERSION, UnifiedSearchViewResponse
-from reflexio.prompt_text import PromptItem, pack
+from reflexio.prompt_text import PromptItem, pack, search_query
 
 if TYPE_CHECKING:
     from reflexio.prompt_text import LearningRef
@@ -97,7 +97,7 @@ class ReflexioRetriever(BaseRetriever):
 
     def _search_args(self, query: str) -> dict[str, Any]:
         return {
-            "query": query,
+            "query": search_query(query),
             "user_id": self.user_id,
             "session_id": self.session_id,
             "agent_version": self.agent_version,

@@ -26,6 +26,7 @@ from agents.tool import default_tool_error_function
 from reflexio.client import AsyncReflexioClient
 from reflexio.errors import ReflexioError
 from reflexio.models import DEFAULT_AGENT_VERSION
+from reflexio.prompt_text import search_query
 
 __all__ = ["ReflexioLearnings"]
 
@@ -100,7 +101,7 @@ class ReflexioLearnings(RunHooks[Any]):
     async def _search(self, user: str) -> None:
         try:
             found = await self.client.search(
-                query=user,
+                query=search_query(user),
                 user_id=self.user_id,
                 session_id=self.session_id,
                 agent_version=self.agent_version,

@@ -27,7 +27,7 @@ import time
 from reflexio.environment import ClaudeCodeSettings
 from reflexio.integrations.claude_code.outbox import Outbox, has_backlog, remember_injection
 from reflexio.integrations.claude_code.wire import dumps, loads, post
-from reflexio.prompt_text import STANDING_TAG, PromptItem, pack, rule_line
+from reflexio.prompt_text import STANDING_TAG, PromptItem, pack, rule_line, search_query
 
 TYPE_CHECKING = False  # ``typing`` is not imported at run time (start-up time; see wire)
 if TYPE_CHECKING:  # the prompt hook never reads a transcript nor opens the SQLite outbox
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the prompt hook never reads a transcript nor opens the SQLi
     from reflexio.integrations.claude_code.outbox import Injection
     from reflexio.integrations.claude_code.transcript import Turn
 
-__all__ = ["EVENTS", "QUERY_CHARS", "SOURCE", "flush", "main", "on_prompt", "on_stop", "query_text"]
+__all__ = ["EVENTS", "SOURCE", "flush", "main", "on_prompt", "on_stop"]
 
 _LOG_FOLDER: list[str] = []
 
@@ -62,11 +62,6 @@ INTRO = "Reflexio, from earlier sessions with this user (follow these where they
 _TRIVIAL = frozenset(
     {"y", "n", "yes", "no", "ok", "okay", "k", "thanks", "thank you", "thx", "lgtm", "go", "continue"}
 )
-#: The most characters of a prompt the search is sent: its head and its tail, where a prompt
-#: says what it wants around what it pastes ("fix this:" before a log, "why?" after it). The
-#: server embeds only a window of a query's head and tail anyway, and full-text search over a
-#: whole pasted file would cost time the user waits for.
-QUERY_CHARS = 4000
 #: Seconds one flusher may hold the outbox before another may take over.
 FLUSH_LEASE_SECONDS = 60.0
 
@@ -104,17 +99,9 @@ def _trivial(prompt: str) -> bool:
     return len(words) < 3 or words in _TRIVIAL
 
 
-def query_text(prompt: str) -> str:
-    """The prompt, or its head and tail when it is longer than ``QUERY_CHARS``."""
-    if len(prompt) <= QUERY_CHARS:
-        return prompt
-    half = QUERY_CHARS // 2
-    return f"{prompt[:half]}\n{prompt[-half:]}"
-
-
 def _search(settings: ClaudeCodeSettings, prompt: str, session_id: str) -> dict[str, Any]:
     body = {
-        "query": query_text(prompt),
+        "query": search_query(prompt),
         "user_id": settings.user_id,
         "agent_version": settings.agent_version,
         "top_k": settings.top_k,
