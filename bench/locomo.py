@@ -165,12 +165,15 @@ def conversation(sample: dict[str, Any], position: int) -> Conversation:
     return Conversation(str(sample.get("sample_id") or f"conv-{position}"), facts, questions)
 
 
+def samples(path: Path) -> list[dict[str, Any]]:
+    """The samples of a LoCoMo-format JSON file (a list of them, or one alone)."""
+    found = json.loads(path.read_text(encoding="utf-8"))
+    return [s for s in ([found] if isinstance(found, dict) else found) if isinstance(s, dict)]
+
+
 def load(path: Path) -> list[Conversation]:
-    """All conversations of a LoCoMo-format JSON file (a list of samples)."""
-    samples = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(samples, dict):
-        samples = [samples]
-    return [conversation(s, i) for i, s in enumerate(samples) if isinstance(s, dict)]
+    """All conversations of a LoCoMo-format JSON file."""
+    return [conversation(s, i) for i, s in enumerate(samples(path))]
 
 
 # -- indexing and asking --------------------------------------------------------------------

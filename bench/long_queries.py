@@ -227,13 +227,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the table, write the JSON; returns the results."""
     args = parse_args(argv)
-    samples = json.loads(args.data.read_text(encoding="utf-8"))
-    samples = [samples] if isinstance(samples, dict) else samples
-    conversations = [locomo.conversation(s, i) for i, s in enumerate(samples) if isinstance(s, dict)]
+    samples = locomo.samples(args.data)
+    conversations = [locomo.conversation(s, i) for i, s in enumerate(samples)]
     asked = list(
         queries(
             conversations,
-            dialogue_turns([s for s in samples if isinstance(s, dict)]),
+            dialogue_turns(samples),
             per_conversation=args.questions,
             paste_chars=args.paste_chars,
         )
