@@ -1,13 +1,15 @@
 """Long queries: what embedding a window of a long query costs in retrieval, and saves in time.
 
-Run: ``python -m bench.long_queries --data PATH --out RESULTS.json [--questions N]``
+Run: ``python -m bench.long_queries --data PATH --out RESULTS.json [--embedder minilm|wordllama]
+[--questions N]``
 
-Why. A query is embedded while its asker waits, and MiniLM's forward pass takes time in
-proportion to the tokens it reads, up to the model's 256. Agents send long queries: the
-Claude Code hook searches with the user's whole prompt, which may be a request with a pasted
-log. So MiniLM embeds only a window of a long query's tokens (``QUERY_TOKENS``, its head and
-its tail) while full-text search reads all of it. This benchmark measures that choice against
-the alternatives, on questions whose answers are known.
+Why. Agents send long queries: the Claude Code hook searches with the user's whole prompt,
+which may be a request with a pasted log. A query is embedded while its asker waits, and
+MiniLM's forward pass takes time in proportion to the tokens it reads, up to the model's 256;
+WordLlama averages its tokens' vectors, so a paste outweighs the question. So both embed only
+a window of a long query's tokens (``minilm.QUERY_TOKENS``, ``wordllama.WORDLLAMA_QUERY_TOKENS``:
+its head and its tail) while full-text search reads all of it. This benchmark measures that
+choice against the alternatives, per embedder, on questions whose answers are known.
 
 Protocol. The LoCoMo facts and questions of ``bench.locomo`` (a conversation is a user, its
 observation facts are its profiles, a question's gold is its evidence turns). Each question
@@ -19,12 +21,15 @@ conversation's dialogue (``dialogue``: chat like the facts, the hard case) or a 
 (``log``: what a coding agent's user pastes). Pastes are drawn with a fixed seed, so every
 window sees the same queries.
 
-Windows (``Window(tokens, head)``; [CLS] and [SEP] count):
+Windows (``Window(tokens, head)``; for MiniLM, [CLS] and [SEP] count):
 
-* ``head-256``: the model's 256 tokens from the head, as sentence-transformers truncates
-  (what every query got before windows);
+* ``head-256`` (MiniLM): the model's 256 tokens from the head, as sentence-transformers
+  truncates (what every query got before windows);
+* ``all`` (WordLlama): every token, up to its cap of 8192, as documents are read (what every
+  query got before windows);
 * ``head-64``: the head only, to show what the tail brings;
-* ``head+tail-N`` for N in 128, 64, 48, 32: the first N/2 tokens and the last N/2.
+* ``head+tail-N``: the first N/2 tokens and the last N/2 (MiniLM: N in 128, 64, 48, 32;
+  WordLlama: 256, 128, 64, 32).
 
 Each query is ranked through the service's ``rank`` in ``vector`` and ``hybrid`` modes
 (threshold 0, top 20), scored with ``bench.locomo``'s recall@k and MRR. The query's
@@ -33,7 +38,8 @@ per window over the long queries. Set ``OPENBLAS_NUM_THREADS`` as the server wou
 
 Output: a table on stdout and a JSON file with ``windows`` (name -> paste -> placement ->
 mode -> metrics), ``embed_ms`` (name -> p50/p95/mean over long queries) and ``run``.
-Committed result: ``bench/results/long-queries.json``.
+Committed results: ``bench/results/long-queries.json`` (MiniLM) and
+``bench/results/long-queries-wordllama.json``.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +61,36 @@ import numpy as np
 
 from bench import locomo
 from bench.ingest import percentiles
-from reflexio.embed import CachedEmbedder
-from reflexio.embed.minilm import MiniLMEmbedder, Window
+from reflexio.embed import CachedEmbedder, WordLlamaEmbedder
+from reflexio.embed.minilm import MiniLMEmbedder
+from reflexio.embed.protocol import Embedder, Window
 from reflexio.ranking import COHESION_WEIGHT
 from reflexio.service.core import Core
 from reflexio.service.search import rank
 
-WINDOWS: dict[str, Window] = {
-    "head-256": Window(256, 255),
-    "head-64": Window(64, 63),
-    "head+tail-128": Window(128, 64),
-    "head+tail-64": Window(64, 32),
-    "head+tail-48": Window(48, 24),
-    "head+tail-32": Window(32, 16),
+#: Each embedder's windows, by name (see the module docstring).
+WINDOWS: dict[str, dict[str, Window]] = {
+    "minilm": {
+        "head-256": Window(256, 255),
+        "head-64": Window(64, 63),
+        "head+tail-128": Window(128, 64),
+        "head+tail-64": Window(64, 32),
+        "head+tail-48": Window(48, 24),
+        "head+tail-32": Window(32, 16),
+    },
+    "wordllama": {
+        "all": Window(8192, 8191),
+        "head-64": Window(64, 63),
+        "head+tail-256": Window(256, 128),
+        "head+tail-128": Window(128, 64),
+        "head+tail-64": Window(64, 32),
+        "head+tail-32": Window(32, 16),
+    },
+}
+#: How to build each embedder with a query window.
+EMBEDDERS: dict[str, Callable[[Window], Embedder]] = {
+    "minilm": lambda window: MiniLMEmbedder(query_window=window),
+    "wordllama": lambda window: WordLlamaEmbedder(query_window=window),
 }
 PLACEMENTS = ("none", "head", "tail", "middle")
 PASTES = ("dialogue", "log")
@@ -220,8 +243,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--paste-chars", type=int, default=1500, help="how long a paste is (~4 chars a token)"
     )
-    parser.add_argument("--windows", nargs="+", choices=list(WINDOWS), default=list(WINDOWS))
-    return parser.parse_args(argv)
+    parser.add_argument("--embedder", choices=list(WINDOWS), default="minilm")
+    parser.add_argument("--windows", nargs="+", help="which of the embedder's windows (default: all of them)")
+    args = parser.parse_args(argv)
+    known = WINDOWS[args.embedder]
+    args.windows = args.windows or list(known)
+    unknown = [name for name in args.windows if name not in known]
+    if unknown:
+        parser.error(f"{args.embedder} has no window {', '.join(unknown)}: choose from {', '.join(known)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -241,15 +271,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"windows": {}, "embed_ms": {}}
     seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as home:
-        core = locomo.open_bench_core("minilm", home)
+        core = locomo.open_bench_core(args.embedder, home)
         locomo.index(core, conversations, with_date=True)
         for name in args.windows:
             started = time.perf_counter()
-            embedder = CachedEmbedder(MiniLMEmbedder(query_window=WINDOWS[name]))
+            embedder = CachedEmbedder(EMBEDDERS[args.embedder](WINDOWS[args.embedder][name]))
             metrics, embed_ms = evaluate(dataclasses.replace(core, embedder=embedder), asked)
             results["windows"][name] = metrics
             results["embed_ms"][name] = percentiles(embed_ms) if embed_ms else {"p50": 0.0, "p95": 0.0}
             seconds[name] = round(time.perf_counter() - started, 1)
+        embedder_name = core.embedder.name
         core.close()
     results["run"] = {
         "data": args.data.name,
@@ -261,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ),
         "long_queries": sum(1 for q in asked if q.paste != "none"),
         "paste_chars": args.paste_chars,
-        "windows": {name: dataclasses.asdict(WINDOWS[name]) for name in args.windows},
+        "embedder": embedder_name,
+        "windows": {name: dataclasses.asdict(WINDOWS[args.embedder][name]) for name in args.windows},
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
         "machine": {
             "cpus": os.cpu_count(),

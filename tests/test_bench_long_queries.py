@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bench import locomo, long_queries
 
 
@@ -99,3 +100,23 @@ def test_a_run_writes_metrics_per_window_paste_placement_and_mode(tmp_path: Path
     tail = {w: results["windows"][w]["log"]["tail"]["vector"]["mrr"] for w in ("head-256", "head+tail-32")}
     assert tail["head+tail-32"] > tail["head-256"]
     assert results["embed_ms"]["head-256"]["p50"] > results["embed_ms"]["head+tail-32"]["p50"]
+
+
+def test_a_wordllama_run_compares_its_own_windows(tmp_path: Path) -> None:
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(SAMPLES))
+    argv = ["--data", str(data), "--out", str(tmp_path / "out.json"), "--embedder", "wordllama"]
+    results = long_queries.main([*argv, "--windows", "all", "head+tail-32"])
+    assert results["run"]["embedder"].startswith("wordllama")
+    assert results["run"]["windows"]["all"] == {"tokens": 8192, "head": 8191}
+    # averaged with a whole log, the question after it is drowned; the window keeps it
+    tail = {w: results["windows"][w]["log"]["tail"]["vector"]["mrr"] for w in ("all", "head+tail-32")}
+    assert tail["head+tail-32"] > tail["all"]
+
+
+def test_a_window_the_embedder_does_not_have_is_refused(tmp_path: Path, capsys: Any) -> None:
+    argv = ["--data", "x.json", "--out", str(tmp_path / "out.json"), "--embedder", "wordllama"]
+    with pytest.raises(SystemExit) as exited:  # head-256 is MiniLM's window
+        long_queries.parse_args([*argv, "--windows", "head-256"])
+    assert exited.value.code == 2
+    assert "wordllama has no window head-256: choose from all, head-64" in capsys.readouterr().err

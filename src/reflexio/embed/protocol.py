@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -10,7 +11,7 @@ from numpy.typing import NDArray
 
 from reflexio.errors import ServiceUnavailableError
 
-__all__ = ["EmbedKind", "Embedder", "EmbedderUnavailable", "Vectors", "normalise_rows", "text_list"]
+__all__ = ["EmbedKind", "Embedder", "EmbedderUnavailable", "Vectors", "Window", "normalise_rows", "text_list"]
 
 Vectors = NDArray[np.float32]
 EmbedKind = Literal["query", "document"]
@@ -46,11 +47,35 @@ class Embedder(Protocol):
         """Embed `texts` as float32 rows of shape (len(texts), dim), each of unit length.
 
         `kind` lets asymmetric models treat search queries differently from stored documents;
-        the models here embed both alike, except that MiniLM reads only the head and tail of a
-        long query (`reflexio.embed.minilm.QUERY_TOKENS`); `CachedEmbedder` caches each kind
-        apart. A text with no tokens (for WordLlama, the empty string) embeds as the zero vector.
+        the local models embed both alike, except that they read only the head and tail of a
+        long query (a `Window`); `CachedEmbedder` caches each kind apart. A text with no
+        tokens (for WordLlama, the empty string) embeds as the zero vector.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Which tokens of a long text are embedded: the first `head` and the last `tokens - head`.
+
+    Queries get one because agents search with whole prompts, and a prompt with a pasted log
+    says what it wants before the paste ("fix this:") or after it ("why does it fail?"): the
+    middle of a long query would drown both, in a forward pass or in a mean of token vectors.
+    A window keeps at least one token from each end (for MiniLM, [CLS] and [SEP]).
+    """
+
+    tokens: int
+    head: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.head < self.tokens:
+            raise ValueError(f"a window needs 1 <= head < tokens, got {self}")
+
+    def clip(self, ids: list[int]) -> list[int]:
+        """`ids` when they fit, else their head and tail."""
+        if len(ids) <= self.tokens:
+            return ids
+        return ids[: self.head] + ids[len(ids) - (self.tokens - self.head) :]
 
 
 def normalise_rows(vectors: NDArray[Any]) -> Vectors:

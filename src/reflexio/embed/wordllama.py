@@ -9,9 +9,16 @@ from typing import Any, Final
 
 import numpy as np
 
-from reflexio.embed.protocol import EmbedderUnavailable, EmbedKind, Vectors, normalise_rows, text_list
+from reflexio.embed.protocol import (
+    EmbedderUnavailable,
+    EmbedKind,
+    Vectors,
+    Window,
+    normalise_rows,
+    text_list,
+)
 
-__all__ = ["WORDLLAMA_DIMS", "WordLlamaEmbedder"]
+__all__ = ["WORDLLAMA_DIMS", "WORDLLAMA_QUERY_TOKENS", "WordLlamaEmbedder"]
 
 WORDLLAMA_DIMS: Final = (256, 128, 64)
 
@@ -19,16 +26,29 @@ WORDLLAMA_DIMS: Final = (256, 128, 64)
 # (8 MB per text at 256 dims) when someone embeds a whole log file.
 _WORDLLAMA_MAX_TOKENS: Final = 8192
 
+#: How many tokens of a query are averaged: its head and tail halves. A mean weighs every
+#: token alike, so the question around a pasted log or dialogue would be a few tokens among
+#: hundreds; a window keeps what a prompt asks (bench/results/long-queries-wordllama.json,
+#: per window). Documents are averaged whole.
+WORDLLAMA_QUERY_TOKENS: Final = 64
+
 
 class WordLlamaEmbedder:
-    """The default embedder: wordllama's l2_supercat static token vectors, mean-pooled.
+    """The fallback embedder: wordllama's l2_supercat static token vectors, mean-pooled.
 
     Pooling is done here rather than by `WordLlamaInference.embed`, which pads a batch to its
     longest text (one long text can cost gigabytes) and returns NaN for the empty string.
+    Queries longer than `query_window` keep their head and tail (see `WORDLLAMA_QUERY_TOKENS`).
     """
 
-    def __init__(self, dim: int = 256) -> None:
-        """Load the weights bundled in the wordllama wheel; `dim` may be 256, 128 or 64."""
+    def __init__(self, dim: int = 256, *, query_window: Window | None = None) -> None:
+        """Load the weights bundled in the wordllama wheel.
+
+        Args:
+            dim: 256, 128 or 64.
+            query_window: The tokens of a long query that are averaged; by default
+                `WORDLLAMA_QUERY_TOKENS`, half from its head and half from its tail.
+        """
         if dim not in WORDLLAMA_DIMS:
             raise ValueError(f"wordllama dim must be one of {WORDLLAMA_DIMS}, not {dim}")
         self.name = f"wordllama-l2-supercat-{dim}"
@@ -38,15 +58,17 @@ class WordLlamaEmbedder:
         self._tokenizer = model.tokenizer
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(_WORDLLAMA_MAX_TOKENS)
+        self._query_window = query_window or Window(WORDLLAMA_QUERY_TOKENS, WORDLLAMA_QUERY_TOKENS // 2)
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
-        """Embed `texts` as unit rows (see `Embedder.embed`); `kind` is ignored."""
+        """Embed `texts` as unit rows (see `Embedder.embed`); a query's window is its own."""
         batch = text_list(texts)
         encodings = self._tokenizer.encode_batch(batch, add_special_tokens=False)
         pooled = np.zeros((len(batch), self.dim), dtype=np.float32)
         for row, encoding in enumerate(encodings):
-            if encoding.ids:
-                pooled[row] = self._table[encoding.ids].mean(axis=0)
+            ids = self._query_window.clip(encoding.ids) if kind == "query" else encoding.ids
+            if ids:
+                pooled[row] = self._table[ids].mean(axis=0)
         return normalise_rows(pooled)
 
 
