@@ -266,6 +266,15 @@ def test_wordllama_long_text_is_capped_not_padded(wordllama_256: WordLlamaEmbedd
     np.testing.assert_allclose(vectors[0], longer[0], atol=1e-6)  # past the cap nothing counts
 
 
+def test_wordllama_reads_the_tail_of_a_query_past_its_document_cap(wordllama_256: WordLlamaEmbedder) -> None:
+    pasted = "\U0001f642" * 3_000  # 12,000 tokens, past the 8,192 a document is averaged over
+    first, second = wordllama_256.embed(
+        [f"Why is the export slow? {pasted} It fails on Mondays.", f"Why is the export slow? {pasted} Fine."],
+        kind="query",
+    )
+    assert float(first @ second) < 0.99
+
+
 # --- MiniLM ---------------------------------------------------------------------------------
 
 # Computed once with sentence-transformers 6.2.0 on torch 2.13.0 (CPU) from the same package

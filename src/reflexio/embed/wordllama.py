@@ -22,8 +22,8 @@ __all__ = ["WORDLLAMA_DIMS", "WORDLLAMA_QUERY_TOKENS", "WordLlamaEmbedder"]
 
 WORDLLAMA_DIMS: Final = (256, 128, 64)
 
-# A mean of static vectors barely moves after a few thousand tokens; the cap bounds memory
-# (8 MB per text at 256 dims) when someone embeds a whole log file.
+# A mean of static vectors barely moves after a few thousand tokens; the cap on a document's
+# tokens bounds memory (8 MB per text at 256 dims) when someone embeds a whole log file.
 _WORDLLAMA_MAX_TOKENS: Final = 8192
 
 #: How many tokens of a query are averaged: its head and tail halves. A mean weighs every
@@ -57,7 +57,9 @@ class WordLlamaEmbedder:
         self._table: Vectors = np.asarray(model.embedding, dtype=np.float32)
         self._tokenizer = model.tokenizer
         self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(_WORDLLAMA_MAX_TOKENS)
+        # Untruncated, so a query's tail is its own: the tokenizer's truncation cuts after
+        # tokenizing anyway, and a 10,000-character query can be 40,000 tokens (emoji).
+        self._tokenizer.no_truncation()
         self._query_window = query_window or Window(WORDLLAMA_QUERY_TOKENS, WORDLLAMA_QUERY_TOKENS // 2)
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Vectors:
@@ -66,7 +68,11 @@ class WordLlamaEmbedder:
         encodings = self._tokenizer.encode_batch(batch, add_special_tokens=False)
         pooled = np.zeros((len(batch), self.dim), dtype=np.float32)
         for row, encoding in enumerate(encodings):
-            ids = self._query_window.clip(encoding.ids) if kind == "query" else encoding.ids
+            ids = (
+                self._query_window.clip(encoding.ids)
+                if kind == "query"
+                else encoding.ids[:_WORDLLAMA_MAX_TOKENS]
+            )
             if ids:
                 pooled[row] = self._table[ids].mean(axis=0)
         return normalise_rows(pooled)
