@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
+from reflexio.embed import Embedder
 from reflexio.filters import LearningFilter
+from reflexio.learn import pipeline
 from reflexio.learn.changes import Changes, apply_changes
 from reflexio.learn.pipeline import Decision, LearnContext, Proposal, Verdict, learn_window
 from reflexio.learn.rules import RuleJudge, RuleProposer
@@ -599,3 +602,17 @@ def test_pipeline_moves_a_profile_when_the_user_moves(store: Storage) -> None:
         first_id=4,
     )
     assert current(store, PROFILE) == ["Lives in Denver (moved last week)"]
+
+
+def test_a_long_proposal_is_compared_by_the_vector_its_learning_is_stored_with(
+    store: Storage, embedder: Embedder
+) -> None:
+    """Not by a query's head and tail: the middle of a long rule tells near-duplicates apart."""
+    proposal = Proposal(
+        LearningKind.USER_PLAYBOOK,
+        trigger="the user asks to deploy the billing service on a Friday afternoon " * 3,
+        content="Run the migrations on staging first, then ask before touching production " * 3,
+    )
+    stored_as = embedder.embed([proposal.text], kind="document")[0]
+    assert embedder.embed([proposal.text], kind="query")[0] @ stored_as < 0.999  # past a query's window
+    np.testing.assert_array_equal(pipeline._vectors(store, [proposal])[0], stored_as)

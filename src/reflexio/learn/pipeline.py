@@ -199,11 +199,16 @@ def _dedupe(proposals: Sequence[Proposal]) -> list[Proposal]:
 
 
 def _vectors(storage: Storage, proposals: Sequence[Proposal]) -> list[Vector | None]:
-    """Query vectors of the proposals, in one embedder call (None without an embedder)."""
+    """The proposals' vectors, in one embedder call (None without an embedder).
+
+    Embedded as the learnings they would become, not as queries: they are compared with
+    stored learnings for near-duplicates, in a job nobody waits for, and a query's window
+    (its head and tail) would drop the middle of a long trigger and instruction.
+    """
     embedder = getattr(storage, "embedder", None)
     if embedder is None:
         return [None for _ in proposals]
-    return list(embedder.embed([p.text for p in proposals], kind="query"))
+    return list(embedder.embed([p.text for p in proposals], kind="document"))
 
 
 #: Most of the user's other current learnings a judge also sees, after the similar ones.
