@@ -86,15 +86,15 @@ def cold_start(module: str, cls: str, args: tuple[int, ...], runs: int = 3) -> f
     return statistics.median(timings)
 
 
-def latency_ms(embedder: Embedder, calls: int = 200) -> float:
-    """Median milliseconds to embed one short sentence per call."""
+def latency_ms(embedder: Embedder, calls: int = 200) -> tuple[float, float]:
+    """Median and 95th-percentile milliseconds to embed one short sentence per call."""
     queries = sentences(calls, 5, 10, seed=2)
     timings = []
     for query in queries:
         start = time.perf_counter()
         embedder.embed([query], kind="query")
         timings.append(time.perf_counter() - start)
-    return statistics.median(timings) * 1000
+    return statistics.median(timings) * 1000, float(np.percentile(timings, 95)) * 1000
 
 
 def throughput(embedder: Embedder, texts: list[str]) -> float:
@@ -113,12 +113,14 @@ def _timed(embedder: Embedder, texts: list[str]) -> float:
 def measure(label: str, module: str, cls: str, args: tuple[int, ...]) -> dict[str, Any]:
     """All numbers for one embedder, as a row of the results file."""
     embedder: Embedder = getattr(importlib.import_module(module), cls)(*args)
+    median, p95 = latency_ms(embedder)
     return {
         "embedder": label,
         "name": embedder.name,
         "dim": embedder.dim,
         "cold_start_s": round(cold_start(module, cls, args), 3),
-        "query_latency_ms": round(latency_ms(embedder), 3),
+        "query_latency_ms": round(median, 3),
+        "query_latency_p95_ms": round(p95, 3),
         "sentences_per_s": round(throughput(embedder, sentences(1000, 6, 16))),
         "paragraphs_per_s": round(throughput(embedder, sentences(200, 90, 110))),
     }

@@ -364,6 +364,15 @@ def test_minilm_query_window_defaults_to_query_tokens(minilm: MiniLMEmbedder) ->
     np.testing.assert_allclose(minilm.embed([text], kind="query"), minilm.embed([clipped]), atol=1e-5)
 
 
+def test_the_committed_minilm_graph_is_the_one_its_script_builds() -> None:
+    """minilm.onnx names its weights as `minilm.initializers` does: a change to either needs the other."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "minilm_graph.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_minilm_names_itself(minilm: MiniLMEmbedder) -> None:
     assert (minilm.name, minilm.dim) == ("all-minilm-l6-v2", 384)
 

