@@ -135,10 +135,13 @@ def minilm_folder() -> Path:
 
 
 def initializers(tensors: Mapping[str, NDArray[Any]], config: Mapping[str, Any]) -> dict[str, Vectors]:
-    """The graph's weights, by its names, from the safetensors tensors (named as in Hugging
-    Face's BertModel): dense layers transposed once so the graph multiplies ``x @ weight``,
-    each layer's query, key and value fused into the one matrix ``Attention`` takes, and the
-    token-type embedding (one segment, always 0) folded into the word embeddings."""
+    """The graph's weights, under the names ``minilm.onnx`` gives them.
+
+    Arranged once from the safetensors tensors (named as in Hugging Face's BertModel): dense
+    layers transposed so the graph multiplies ``x @ weight``, each layer's query, key and value
+    fused into the one matrix ``Attention`` takes, and the token-type embedding (one segment,
+    always 0) folded into the word embeddings.
+    """
 
     def tensor(key: str) -> Vectors:
         return np.ascontiguousarray(tensors[key], dtype=np.float32)
