@@ -98,9 +98,10 @@ class MiniLMEmbedder:
         options = onnxruntime.SessionOptions()
         options.inter_op_num_threads = 1  # the graph is one chain: nothing to run side by side
         options.log_severity_level = 3  # errors only, not its notes on the graph it optimised
-        # Its threads would otherwise spin after every run, holding a core that a search's
-        # ranking and the server's other requests need; waking them instead costs a query little.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Its threads spin while a run is under way (waking them for every operator would cost
+        # a query more) and stop when it ends: by default they spin on after every run, holding
+        # a core that a search's ranking and the server's other requests need.
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         # The session reads the arrays in place, so they live as long as it does.
         self._weights = [onnxruntime.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
         options.add_external_initializers(list(weights), self._weights)
