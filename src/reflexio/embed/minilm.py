@@ -119,7 +119,7 @@ class MiniLMEmbedder:
         for start in range(0, len(order), _MINILM_BATCH):
             rows = order[start : start + _MINILM_BATCH]
             ids, mask = _pad([token_ids[row] for row in rows])
-            (hidden,) = self._session.run(None, {"ids": ids, "mask": mask.astype(np.int32)})
+            (hidden,) = self._session.run(None, {"ids": ids, "mask": mask})
             pooled[rows] = _mean_pool(hidden, mask)
         return normalise_rows(pooled)
 
@@ -175,18 +175,19 @@ def initializers(tensors: Mapping[str, NDArray[Any]], config: Mapping[str, Any])
     return out
 
 
-def _pad(token_ids: Sequence[Sequence[int]]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-    """Right-pad token ids with 0 ([PAD]) into a matrix, and mark the real tokens."""
+def _pad(token_ids: Sequence[Sequence[int]]) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
+    """Right-pad token ids with 0 ([PAD]) into a matrix, and mark the real tokens with 1 (the
+    mask as the graph's ``Attention`` takes it)."""
     width = max(len(ids) for ids in token_ids)
     ids = np.zeros((len(token_ids), width), dtype=np.int64)
-    mask = np.zeros((len(token_ids), width), dtype=np.bool_)
+    mask = np.zeros((len(token_ids), width), dtype=np.int32)
     for row, row_ids in enumerate(token_ids):
         ids[row, : len(row_ids)] = row_ids
-        mask[row, : len(row_ids)] = True
+        mask[row, : len(row_ids)] = 1
     return ids, mask
 
 
-def _mean_pool(hidden: Vectors, mask: NDArray[np.bool_]) -> Vectors:
+def _mean_pool(hidden: Vectors, mask: NDArray[np.int32]) -> Vectors:
     """Average each text's hidden states over its real tokens, as sentence-transformers does."""
     weights = mask.astype(np.float32)[:, :, None]
     counts = np.maximum(weights.sum(axis=1), np.float32(1e-9))
