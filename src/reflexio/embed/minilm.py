@@ -98,10 +98,12 @@ class MiniLMEmbedder:
         options = onnxruntime.SessionOptions()
         options.inter_op_num_threads = 1  # the graph is one chain: nothing to run side by side
         options.log_severity_level = 3  # errors only, not its notes on the graph it optimised
-        # Its threads spin while a run is under way (waking them for every operator would cost
-        # a query more) and stop when it ends: by default they spin on after every run, holding
-        # a core that a search's ranking and the server's other requests need.
-        options.add_session_config_entry("session.force_spinning_stop", "1")
+        # Its threads sleep when they have no work, even within a run. Spinning (its default, on
+        # after each run too) saves back-to-back queries a little, but a query that comes alone,
+        # as a prompt's search does, was slower at p95 with it, within runs or after them
+        # (bench/results/claude-code-hooks-spinning-ab.json); batches of documents embed as
+        # fast either way.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # The session reads the arrays in place, so they live as long as it does.
         self._weights = [onnxruntime.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
         options.add_external_initializers(list(weights), self._weights)
